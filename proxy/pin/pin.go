@@ -1,0 +1,169 @@
+// Package pin computes schema_sha256, the pin of an MCP tool definition.
+//
+// # Pin Format
+//
+// schema_sha256 is the lower-case hex SHA-256 of the RFC 8785 (JCS)
+// canonical JSON of the object
+//
+//	{"annotations": …, "description": …, "inputSchema": …, "name": …}
+//
+// whose members are copied from the tool definition exactly as the server
+// sent it in its tools/list result; members the server did not send are
+// omitted, and every other member of the definition (title, outputSchema,
+// _meta, …) is left out of the pin. The hash is taken over the bytes the
+// server sent, never over a re-encoded SDK struct, so a server that changes
+// any byte of the four members changes the pin.
+//
+// # Example
+//
+// The definition
+//
+//	{"name":"get_balances","description":"Balances.","inputSchema":{"type":"object"},"title":"x"}
+//
+// is pinned as SHA-256 of
+//
+//	{"description":"Balances.","inputSchema":{"type":"object"},"name":"get_balances"}
+package pin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bankdoor/bankdoor/internal/jcs"
+)
+
+// Pinned lists the members of a tool definition that the pin covers.
+var Pinned = []string{"name", "description", "inputSchema", "annotations"}
+
+// Tool is one tool definition from a tools/list result.
+type Tool struct {
+	Name   string
+	Raw    []byte // the definition exactly as the server sent it
+	SHA256 string // its schema_sha256
+}
+
+// List is one page of a tools/list result.
+type List struct {
+	Tools []Tool
+	// NextCursor is the raw JSON of the nextCursor member, nil if absent.
+	NextCursor []byte
+}
+
+// Hash returns the name and schema_sha256 of one raw tool definition.
+// The definition must be a JSON object with a string member "name".
+func Hash(raw []byte) (name, sum string, err error) {
+	members, err := objectMembers(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("tool definition: %w", err)
+	}
+	nameRaw, ok := members["name"]
+	if !ok {
+		return "", "", errors.New(`tool definition: no "name" member`)
+	}
+	if err := jsontextUnquote(nameRaw, &name); err != nil {
+		return "", "", fmt.Errorf(`tool definition: "name" is not a string: %w`, err)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	for _, k := range Pinned {
+		v, ok := members[k]
+		if !ok {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&b, "%q:", k)
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	canon, err := jcs.Canonicalize(b.Bytes())
+	if err != nil {
+		return "", "", fmt.Errorf("tool %q: %w", name, err)
+	}
+	h := sha256.Sum256(canon)
+	return name, hex.EncodeToString(h[:]), nil
+}
+
+// ParseList parses the result member of a tools/list response.
+func ParseList(result []byte) (*List, error) {
+	members, err := objectMembers(result)
+	if err != nil {
+		return nil, fmt.Errorf("tools/list result: %w", err)
+	}
+	toolsRaw, ok := members["tools"]
+	if !ok {
+		return nil, errors.New(`tools/list result: no "tools" member`)
+	}
+	l := &List{NextCursor: members["nextCursor"]}
+	dec := jsontext.NewDecoder(bytes.NewReader(toolsRaw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, errors.New(`tools/list result: "tools" is not an array`)
+	}
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, fmt.Errorf("tools/list result: %w", err)
+		}
+		raw := bytes.Clone(v)
+		name, sum, err := Hash(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list result: tool %d: %w", len(l.Tools), err)
+		}
+		l.Tools = append(l.Tools, Tool{Name: name, Raw: raw, SHA256: sum})
+	}
+	return l, nil
+}
+
+// objectMembers splits a strict JSON object into its members' raw values.
+// Duplicate names and invalid UTF-8 are errors.
+func objectMembers(raw []byte) (map[string][]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '{' {
+		return nil, fmt.Errorf("not a JSON object (found %v)", tok.Kind())
+	}
+	m := make(map[string][]byte)
+	for dec.PeekKind() != '}' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		m[k.String()] = bytes.Clone(v)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("trailing data after JSON object")
+	}
+	return m, nil
+}
+
+func jsontextUnquote(raw []byte, s *string) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	if tok.Kind() != '"' {
+		return fmt.Errorf("found %v", tok.Kind())
+	}
+	*s = tok.String()
+	return nil
+}
