@@ -31,11 +31,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bankdoor/bankdoor/internal/jcs"
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
 )
 
 // Pinned lists the members of a tool definition that the pin covers.
@@ -58,23 +58,24 @@ type List struct {
 // Hash returns the name and schema_sha256 of one raw tool definition.
 // The definition must be a JSON object with a string member "name".
 func Hash(raw []byte) (name, sum string, err error) {
-	members, err := objectMembers(raw)
+	members, err := jsonobj.Parse(raw)
 	if err != nil {
 		return "", "", fmt.Errorf("tool definition: %w", err)
 	}
-	nameRaw, ok := members["name"]
-	if !ok {
+	nameRaw := members.Get("name")
+	if nameRaw == nil {
 		return "", "", errors.New(`tool definition: no "name" member`)
 	}
-	if err := jsontextUnquote(nameRaw, &name); err != nil {
-		return "", "", fmt.Errorf(`tool definition: "name" is not a string: %w`, err)
+	name, ok := jsonobj.String(nameRaw)
+	if !ok {
+		return "", "", errors.New(`tool definition: "name" is not a string`)
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	first := true
 	for _, k := range Pinned {
-		v, ok := members[k]
-		if !ok {
+		v := members.Get(k)
+		if v == nil {
 			continue
 		}
 		if !first {
@@ -95,15 +96,15 @@ func Hash(raw []byte) (name, sum string, err error) {
 
 // ParseList parses the result member of a tools/list response.
 func ParseList(result []byte) (*List, error) {
-	members, err := objectMembers(result)
+	members, err := jsonobj.Parse(result)
 	if err != nil {
 		return nil, fmt.Errorf("tools/list result: %w", err)
 	}
-	toolsRaw, ok := members["tools"]
-	if !ok {
+	toolsRaw := members.Get("tools")
+	if toolsRaw == nil {
 		return nil, errors.New(`tools/list result: no "tools" member`)
 	}
-	l := &List{NextCursor: members["nextCursor"]}
+	l := &List{NextCursor: members.Get("nextCursor")}
 	dec := jsontext.NewDecoder(bytes.NewReader(toolsRaw))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, errors.New(`tools/list result: "tools" is not an array`)
@@ -121,49 +122,4 @@ func ParseList(result []byte) (*List, error) {
 		l.Tools = append(l.Tools, Tool{Name: name, Raw: raw, SHA256: sum})
 	}
 	return l, nil
-}
-
-// objectMembers splits a strict JSON object into its members' raw values.
-// Duplicate names and invalid UTF-8 are errors.
-func objectMembers(raw []byte) (map[string][]byte, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	if tok.Kind() != '{' {
-		return nil, fmt.Errorf("not a JSON object (found %v)", tok.Kind())
-	}
-	m := make(map[string][]byte)
-	for dec.PeekKind() != '}' {
-		k, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		m[k.String()] = bytes.Clone(v)
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, errors.New("trailing data after JSON object")
-	}
-	return m, nil
-}
-
-func jsontextUnquote(raw []byte, s *string) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	if tok.Kind() != '"' {
-		return fmt.Errorf("found %v", tok.Kind())
-	}
-	*s = tok.String()
-	return nil
 }
