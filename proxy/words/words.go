@@ -1,3 +1,220 @@
 // Package words holds bankdoor's built-in payment and write words and the
-// tokenizer that finds them in tool names. (Skeleton: see the gate helper.)
+// tokenizer that finds them in tool names (check 3 of the gate, rule
+// name.write_word).
+//
+// # Tokens
+//
+// [Tokens] splits a name into lower-case ASCII tokens:
+//
+//  1. Every byte that is not an ASCII letter or digit separates tokens and is
+//     dropped: '_', '-', and also '.', '/', spaces and every byte of a
+//     non-ASCII rune. Any string is accepted, valid UTF-8 or not.
+//  2. Inside a run of letters and digits a new token starts
+//     - where a letter meets a digit or a digit meets a letter
+//     (transfer2 -> transfer 2, 2transfer -> 2 transfer);
+//     - where a lower-case letter is followed by an upper-case one
+//     (payBill -> pay bill, sendMONEY -> send money);
+//     - before the last upper-case letter of an upper-case run that is
+//     followed by a lower-case letter (PAYBill -> pay bill,
+//     XMLHttpSend -> xml http send).
+//  3. Tokens are lower-cased (ASCII only).
+//
+// So the tokens concatenated are exactly the ASCII letters and digits of the
+// name, lower-cased.
+//
+// # Matching
+//
+// [Find] reports a name as a write name if any run of one or more
+// consecutive tokens, concatenated, equals a write word. A single token
+// catches pay_bill, pay-bill, payBill, PAYBill, transfer2 and TRANSFER; runs
+// of tokens catch spellings that the case rules split inside a word
+// (paY -> pa y, TRansfer -> t ransfer, trANSfer -> tr an sfer), words written
+// with separators inside them (top_up -> topup, with-draw -> withdraw) and
+// policy words that contain digits. A word hidden inside a longer token
+// (movemoney) is not found: substring matching would deny reads such as
+// get_investments or get_exchange_rates. The allowlist (check 4) is what
+// stops such names; this check is defence in depth against an allowlist
+// that names a write tool by mistake.
+//
+// The write words are the built-in list ([Builtin]) plus the policy's
+// never_allow words, which only ever add. A never_allow word is compared
+// as its lower-cased ASCII letters and digits (top_up as topup).
+//
+// # Built-in words
+//
+// A word is built in when a tool whose name contains it as a token is likely
+// to move money or change state. Words common in the names of reads are left
+// out on purpose, because a read that contains a write word can never be
+// allowed: get, list, balance(s), transaction(s), account(s), history,
+// status, and also credit (credit cards, credit scores), open (open orders,
+// open banking), exchange (exchange rates), fund(s) (mutual funds),
+// request, schedule, issue, label and borrow (left to never_allow). Reads of
+// payments and orders (list_payments, get_orders) are denied by pay… and
+// order… words; that is the price of denying their writes.
 package words
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// builtin is the one list of built-in write words: sorted, unique,
+// lower-case ASCII letters. It is read-only; Builtin returns a copy.
+var builtin = []string{
+	"accept", "accepts", "activate", "activates", "add", "adds",
+	"approve", "approves", "assign", "assigns",
+	"authorise", "authorises", "authorize", "authorizes",
+	"billpay", "billpays", "block", "blocks", "burn", "burns", "buy", "buys",
+	"cancel", "cancels", "change", "changes",
+	"charge", "chargeback", "chargebacks", "charges",
+	"close", "closes", "confirm", "confirms", "convert", "converts",
+	"create", "creates", "deactivate", "deactivates", "debit", "debits",
+	"delete", "deletes", "deposit", "deposits", "destroy", "destroys",
+	"disable", "disables", "disburse", "disbursement", "disbursements", "disburses",
+	"disconnect", "disconnects", "drop", "drops",
+	"edit", "edits", "enable", "enables", "enrol", "enroll", "enrolls", "enrols",
+	"erase", "erases", "exec", "execute", "executes",
+	"freeze", "freezes", "grant", "grants",
+	"initiate", "initiates", "insert", "inserts", "invest", "invests",
+	"lend", "lends", "link", "links", "loan", "loans", "lock", "locks",
+	"mint", "mints", "modify", "move", "moves",
+	"order", "orders", "patch", "patches",
+	"pay", "payment", "payments", "payoff", "payoffs", "payout", "payouts", "pays",
+	"place", "places", "post", "posts", "prepay", "prepays",
+	"purchase", "purchases", "purge", "purges", "put", "puts",
+	"redeem", "redeems", "refund", "refunds", "register", "registers",
+	"remit", "remits", "remittance", "remittances", "remove", "removes",
+	"repay", "repayment", "repayments", "repays", "replace", "replaces",
+	"reset", "resets", "reversal", "reversals", "reverse", "reverses",
+	"revoke", "revokes",
+	"save", "saves", "sell", "sells", "send", "sends", "set", "sets",
+	"settle", "settles", "sign", "signs", "spend", "spends",
+	"stake", "stakes", "submit", "submits", "swap", "swaps", "sweep", "sweeps",
+	"topup", "topups", "trade", "trades", "transact", "transacts",
+	"transfer", "transfers",
+	"unblock", "unblocks", "unfreeze", "unfreezes", "unlink", "unlinks",
+	"unlock", "unlocks", "unstake", "unstakes",
+	"update", "updates", "upload", "uploads", "upsert", "upserts",
+	"void", "voids", "wipe", "wipes", "wire", "wires",
+	"withdraw", "withdrawal", "withdrawals", "withdraws", "write", "writes",
+}
+
+// Builtin returns a sorted copy of the built-in write words.
+func Builtin() []string {
+	return slices.Clone(builtin)
+}
+
+// Tokens returns the lower-case tokens of name, by the rules in the package
+// documentation. It never fails; a name with no ASCII letter or digit has no
+// tokens.
+func Tokens(name string) []string {
+	flat, ends := split(name)
+	toks := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		toks[i] = flat[start:end]
+		start = end
+	}
+	return toks
+}
+
+// Find reports the first write word that a run of consecutive tokens of
+// name spells, looking at runs in order of their first token and then of
+// their length. The words are the built-in list plus extra (policy
+// never_allow words; each is reduced to its lower-cased ASCII letters and
+// digits, and one that is empty after that is ignored). Find is safe on any string.
+func Find(name string, extra []string) (word string, ok bool) {
+	more := normalize(extra)
+	longest := longestWord(more)
+	flat, ends := split(name)
+	start := 0
+	for i := range ends {
+		for j := i; j < len(ends) && ends[j]-start <= longest; j++ {
+			if run := flat[start:ends[j]]; isWord(run, more) {
+				return run, true
+			}
+		}
+		start = ends[i]
+	}
+	return "", false
+}
+
+// split returns the ASCII letters and digits of name lower-cased, and the
+// end offset in that string of each token.
+func split(name string) (flat string, ends []int) {
+	var b strings.Builder
+	b.Grow(len(name))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !isAlnum(c) {
+			continue
+		}
+		if b.Len() > 0 && (!isAlnum(name[i-1]) || boundary(name, i)) {
+			ends = append(ends, b.Len())
+		}
+		b.WriteByte(lower(c))
+	}
+	if b.Len() > 0 {
+		ends = append(ends, b.Len())
+	}
+	return b.String(), ends
+}
+
+// boundary reports whether a token starts at name[i], given that name[i-1]
+// and name[i] are both ASCII letters or digits.
+func boundary(name string, i int) bool {
+	prev, c := name[i-1], name[i]
+	switch {
+	case isDigit(prev) != isDigit(c):
+		return true
+	case isLower(prev) && isUpper(c):
+		return true
+	case isUpper(prev) && isUpper(c):
+		return i+1 < len(name) && isLower(name[i+1])
+	}
+	return false
+}
+
+func isWord(run string, more []string) bool {
+	if i := sort.SearchStrings(builtin, run); i < len(builtin) && builtin[i] == run {
+		return true
+	}
+	return slices.Contains(more, run)
+}
+
+// normalize returns the extra words as Find compares them: lower-case ASCII
+// letters and digits only, empty words dropped.
+func normalize(extra []string) []string {
+	out := make([]string, 0, len(extra))
+	for _, w := range extra {
+		if flat, _ := split(w); flat != "" {
+			out = append(out, flat)
+		}
+	}
+	return out
+}
+
+// maxBuiltin is the length of the longest built-in word ("disbursements");
+// a test keeps it in step with the list.
+const maxBuiltin = 13
+
+func longestWord(more []string) int {
+	n := maxBuiltin
+	for _, w := range more {
+		n = max(n, len(w))
+	}
+	return n
+}
+
+func isAlnum(c byte) bool { return isDigit(c) || isLower(c) || isUpper(c) }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+
+func lower(c byte) byte {
+	if isUpper(c) {
+		return c + 'a' - 'A'
+	}
+	return c
+}
