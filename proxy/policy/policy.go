@@ -1,32 +1,58 @@
-// Package policy loads and checks bankdoor policy files.
+// Package policy loads, checks and pins bankdoor policy files.
 //
 // # Policy File Format
 //
-// A policy is a YAML document (version 1). Unknown keys anywhere are
-// errors reported with line and column; so are duplicate keys.
+// A policy is one YAML document, at most 1 MiB of UTF-8 text. Keys are
+// fixed except the names of servers, tools and arguments; unknown keys,
+// duplicate keys, values of the wrong type and missing required keys are
+// errors, each reported as "file:line:col: what is wrong; how to fix".
+// So that the file means what it seems to mean to a reader, these YAML
+// features are errors too: anchors and aliases, merge keys ("<<"), tags
+// ("!!str", "!"), more than one document, and the line breaks NEL, U+2028,
+// U+2029 and a lone carriage return. Numbers are written as JSON writes
+// them (10, -3, 2.5, 1e3): 0x10, 010, 1_000, +5, .5 and .inf are errors.
 //
 //	version: 1                     # required, the only accepted value
 //	id: bankdoor-fixture-readonly  # required, [A-Za-z0-9._-]{1,64}
 //	default: deny                  # required, the only accepted value
-//	require_pins: true             # every allowed tool must carry schema_sha256
+//	require_pins: true             # every allowed tool must carry schema_sha256 (default false)
 //	never_allow: [borrow]          # words added to the built-in write words
 //	receipts: deny                 # deny (default) | all (also sign allowed calls)
-//	servers:
+//	servers:                       # required, at least one
 //	  bank:                        # the --server NAME, [A-Za-z0-9_-]{1,64}
 //	    expose: []                 # MCP features relayed besides tools (see Features)
 //	    tools:
-//	      get_transactions:        # exact, case-sensitive tool name
+//	      get_transactions:        # exact, case-sensitive tool name, [A-Za-z0-9_-]{1,128}
 //	        schema_sha256: 181c…   # 64 lower-case hex digits, from `bankdoor pin`
-//	        args:
+//	        args:                  # at most 32; names [A-Za-z0-9_-]{1,64}
 //	          account_id: { type: string, required: true, pattern: "acc_[a-z0-9_]{1,32}", max_length: 40 }
 //	          limit: { type: integer, min: 1, max: 100 }
+//	      list_accounts: {}        # a tool without arguments
 //
-// Argument types are string, integer, number and boolean. Constraints are
-// required, pattern (RE2, matched against the whole value), min_length and
-// max_length (in Unicode code points, strings only), min and max (integer
-// and number only) and enum (a list of values of the argument's type).
+// never_allow words are ASCII letters and digits, stored lower-case; they
+// only ever add to the built-in words of package words. expose entries are
+// names from Features, each at most once. A tool's value is a mapping, {}
+// if it takes no arguments.
 //
-// The policy's identity is policy_sha256, the SHA-256 of the file's bytes.
+// An argument has a type (string, integer, number or boolean) and
+// optional constraints:
+//
+//   - required: true or false (default false);
+//   - pattern (strings only): RE2 syntax, matched against the whole value;
+//     it must compile as written and is stored compiled as ^(?:pattern)$;
+//   - min_length, max_length (strings only): 0 or more, in Unicode code
+//     points, min_length <= max_length;
+//   - min, max (integers and numbers only): min <= max; for integers they
+//     are integers within ±2^53, for numbers any finite number;
+//   - enum: a non-empty list of distinct values of the argument's type that
+//     each satisfy the other constraints, stored as RFC 8785 canonical JSON
+//     text (`"USD"`, `5`, `2.5`, `true`).
+//
+// The policy's identity is policy_sha256, the lower-case hex SHA-256 of
+// the file's bytes (Policy.SHA256).
+//
+// Lint reports policies that load but probably do not do what their author
+// wants; SetPins writes schema_sha256 values into a file in place.
 package policy
 
 import "regexp"
@@ -41,11 +67,11 @@ type Policy struct {
 	ID          string
 	Default     string // always "deny"
 	RequirePins bool
-	NeverAllow  []string // lower-case, as written in the file
+	NeverAllow  []string // lower-case, in file order
 	Receipts    string   // "deny" or "all"
 	Servers     map[string]*Server
 
-	// Path is the file the policy was read from ("" if from bytes).
+	// Path is the path given to Load or the name given to Parse.
 	Path string
 	// SHA256 is policy_sha256: lower-case hex SHA-256 of the file bytes.
 	SHA256 string

@@ -1,0 +1,74 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/bankdoor/bankdoor/proxy/words"
+)
+
+// Problem is something Lint found in a policy that loads but does not do
+// what its author probably wants.
+type Problem struct {
+	File         string
+	Line, Column int
+	Rule         string // one of the rule ids listed at Lint
+	Message      string
+}
+
+// String returns "file:line:col: rule: message".
+func (p Problem) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s: %s", p.File, p.Line, p.Column, p.Rule, p.Message)
+}
+
+// Lint returns the problems of a loaded policy, sorted by position:
+//
+//   - name.write_word: an allowed tool's name contains a write word
+//     (built-in or never_allow), so the gate denies it whatever the
+//     allowlist says;
+//   - pin.missing: require_pins is true and an allowed tool has no
+//     schema_sha256, so the gate denies it;
+//   - server.no_tools: a server allows no tools;
+//   - args.unbounded (a warning): a string argument has no pattern, enum or
+//     max_length, so it carries any text the gate's size limits allow.
+func Lint(p *Policy) []Problem {
+	var out []Problem
+	add := func(line, col int, rule, format string, args ...any) {
+		out = append(out, Problem{File: p.Path, Line: line, Column: col, Rule: rule, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, s := range p.Servers {
+		if len(s.Tools) == 0 {
+			add(s.Line, s.Column, "server.no_tools", "server %q allows no tools, so every call to it is denied; list the tools it may call under tools:, or remove the server", s.Name)
+		}
+		for _, t := range s.Tools {
+			lintTool(p, s, t, add)
+		}
+	}
+	slices.SortFunc(out, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
+			cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
+	})
+	return out
+}
+
+func lintTool(p *Policy, s *Server, t *Tool, add func(line, col int, rule, format string, args ...any)) {
+	if w, ok := words.Find(t.Name, p.NeverAllow); ok {
+		add(t.Line, t.Column, "name.write_word", "tool %q of server %q contains the write word %q, so the gate denies it whatever the allowlist says; remove it from the policy", t.Name, s.Name, w)
+	}
+	if p.RequirePins && t.SchemaSHA256 == "" {
+		add(t.Line, t.Column, "pin.missing", "tool %q of server %q has no schema_sha256 and require_pins is true, so the gate denies it; run bankdoor pin --policy %s --server %s --write -- CMD ARGS...", t.Name, s.Name, pathOr(p.Path), s.Name)
+	}
+	for _, a := range t.Args {
+		if a.Type == "string" && a.Re == nil && a.Enum == nil && a.MaxLength == nil {
+			add(a.Line, a.Column, "args.unbounded", "string argument %q of tool %q has no pattern, enum or max_length, so it carries any text; add max_length and, where the format is known, a pattern", a.Name, t.Name)
+		}
+	}
+}
+
+func pathOr(path string) string {
+	if path == "" {
+		return "POLICY"
+	}
+	return path
+}
