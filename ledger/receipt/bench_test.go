@@ -1,0 +1,42 @@
+package receipt
+
+import "testing"
+
+func BenchmarkSign(b *testing.B) {
+	r := exampleReceipts(b)[0]
+	key := testKey()
+	for b.Loop() {
+		if _, err := Sign(r, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseVerify(b *testing.B) {
+	file := exampleFiles(b)[0]
+	pub := testPub()
+	for b.Loop() {
+		r, err := Parse(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Verify(pub); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriterWrite measures one durable receipt: signing, writing,
+// fsync of the file, rename and fsync of the directory.
+func BenchmarkWriterWrite(b *testing.B) {
+	w, err := OpenWriter(b.TempDir(), testKey())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	for b.Loop() {
+		if _, _, err := w.Write(exampleReceipts(b)[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package receipt
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics and accepts only the one
+// encoding of a receipt: whatever it accepts re-encodes to the same bytes,
+// and Verify never panics on it.
+func FuzzParse(f *testing.F) {
+	for _, b := range exampleFiles(f) {
+		f.Add(b)
+		f.Add(append(bytes.Clone(b), '\n'))
+		f.Add(bytes.Replace(b, []byte(`"seq":`), []byte(`"seq": `), 1))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Parse(b)
+		if err != nil {
+			return
+		}
+		enc, err := r.encode(true)
+		if err != nil {
+			t.Fatalf("parsed receipt does not encode: %v", err)
+		}
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("Parse accepted %q, which re-encodes as %q", b, enc)
+		}
+		_ = r.Verify(testPub())
+		c := *r
+		if _, err := Sign(&c, testKey()); err != nil {
+			t.Fatalf("Sign rejects a receipt Parse accepted: %v", err)
+		}
+	})
+}
+
+// TestFuzzCorpus holds the committed corpus to its names: receipt-* files
+// are valid receipts by the example key, broken-* files are rejected.
+func TestFuzzCorpus(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var valid, broken int
+	for _, e := range entries {
+		b := corpusBytes(t, filepath.Join(dir, e.Name()))
+		r, err := Parse(b)
+		if err == nil {
+			err = r.Verify(testPub())
+		}
+		switch {
+		case strings.HasPrefix(e.Name(), "receipt-"):
+			valid++
+			if err != nil {
+				t.Errorf("%s: %v", e.Name(), err)
+			}
+		case strings.HasPrefix(e.Name(), "broken-"):
+			broken++
+			if err == nil {
+				t.Errorf("%s: accepted", e.Name())
+			}
+		}
+	}
+	if valid == 0 || broken == 0 {
+		t.Errorf("corpus has %d valid and %d broken receipts, want some of each", valid, broken)
+	}
+}
+
+// corpusBytes decodes a one-value "go test fuzz v1" file holding []byte.
+func corpusBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)
+	if len(lines) != 2 || lines[0] != "go test fuzz v1" {
+		t.Fatalf("%s: not a go test fuzz v1 file", path)
+	}
+	lit, ok := strings.CutPrefix(lines[1], "[]byte(")
+	lit, ok2 := strings.CutSuffix(lit, ")")
+	s, err := strconv.Unquote(lit)
+	if !ok || !ok2 || err != nil {
+		t.Fatalf("%s: not a single []byte value", path)
+	}
+	return []byte(s)
+}
