@@ -53,11 +53,7 @@
 // order… words; that is the price of denying their writes.
 package words
 
-import (
-	"slices"
-	"sort"
-	"strings"
-)
+import "slices"
 
 // builtin is the one list of built-in write words: sorted, unique,
 // lower-case ASCII letters. It is read-only; Builtin returns a copy.
@@ -109,7 +105,8 @@ func Builtin() []string {
 // documentation. It never fails; a name with no ASCII letter or digit has no
 // tokens.
 func Tokens(name string) []string {
-	flat, ends := split(name)
+	flatBytes, ends := split(name, nil, nil)
+	flat := string(flatBytes)
 	toks := make([]string, len(ends))
 	start := 0
 	for i, end := range ends {
@@ -123,16 +120,19 @@ func Tokens(name string) []string {
 // name spells, looking at runs in order of their first token and then of
 // their length. The words are the built-in list plus extra (policy
 // never_allow words; each is reduced to its lower-cased ASCII letters and
-// digits, and one that is empty after that is ignored). Find is safe on any string.
+// digits, and one that is empty after that is ignored). Find is safe on any
+// string.
 func Find(name string, extra []string) (word string, ok bool) {
 	more := normalize(extra)
 	longest := longestWord(more)
-	flat, ends := split(name)
+	var flatBuf [256]byte // names the gate passes are at most 128 bytes
+	var endsBuf [128]int
+	flat, ends := split(name, flatBuf[:0], endsBuf[:0])
 	start := 0
 	for i := range ends {
 		for j := i; j < len(ends) && ends[j]-start <= longest; j++ {
-			if run := flat[start:ends[j]]; isWord(run, more) {
-				return run, true
+			if w, ok := lookup(flat[start:ends[j]], more); ok {
+				return w, true
 			}
 		}
 		start = ends[i]
@@ -140,25 +140,23 @@ func Find(name string, extra []string) (word string, ok bool) {
 	return "", false
 }
 
-// split returns the ASCII letters and digits of name lower-cased, and the
-// end offset in that string of each token.
-func split(name string) (flat string, ends []int) {
-	var b strings.Builder
-	b.Grow(len(name))
+// split appends to flat the ASCII letters and digits of name lower-cased,
+// and to ends the end offset in flat of each token.
+func split(name string, flat []byte, ends []int) ([]byte, []int) {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !isAlnum(c) {
 			continue
 		}
-		if b.Len() > 0 && (!isAlnum(name[i-1]) || boundary(name, i)) {
-			ends = append(ends, b.Len())
+		if len(flat) > 0 && (!isAlnum(name[i-1]) || boundary(name, i)) {
+			ends = append(ends, len(flat))
 		}
-		b.WriteByte(lower(c))
+		flat = append(flat, lower(c))
 	}
-	if b.Len() > 0 {
-		ends = append(ends, b.Len())
+	if len(flat) > 0 {
+		ends = append(ends, len(flat))
 	}
-	return b.String(), ends
+	return flat, ends
 }
 
 // boundary reports whether a token starts at name[i], given that name[i-1]
@@ -176,23 +174,54 @@ func boundary(name string, i int) bool {
 	return false
 }
 
-func isWord(run string, more []string) bool {
-	if i := sort.SearchStrings(builtin, run); i < len(builtin) && builtin[i] == run {
-		return true
+// lookup returns the write word equal to run, if there is one.
+func lookup(run []byte, more []string) (string, bool) {
+	lo, hi := 0, len(builtin)
+	for lo < hi { // binary search; string(run) in a comparison does not allocate
+		m := int(uint(lo+hi) >> 1)
+		if builtin[m] < string(run) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return slices.Contains(more, run)
+	if lo < len(builtin) && builtin[lo] == string(run) {
+		return builtin[lo], true
+	}
+	for _, w := range more {
+		if w == string(run) {
+			return w, true
+		}
+	}
+	return "", false
 }
 
 // normalize returns the extra words as Find compares them: lower-case ASCII
-// letters and digits only, empty words dropped.
+// letters and digits only, empty words dropped. Words already in that form,
+// as policy.Parse stores them, are returned without copying.
 func normalize(extra []string) []string {
+	if !slices.ContainsFunc(extra, needsNormal) {
+		return extra
+	}
 	out := make([]string, 0, len(extra))
 	for _, w := range extra {
-		if flat, _ := split(w); flat != "" {
-			out = append(out, flat)
+		if flat, _ := split(w, nil, nil); len(flat) > 0 {
+			out = append(out, string(flat))
 		}
 	}
 	return out
+}
+
+func needsNormal(w string) bool {
+	if w == "" {
+		return true
+	}
+	for i := 0; i < len(w); i++ {
+		if !isDigit(w[i]) && !isLower(w[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxBuiltin is the length of the longest built-in word ("disbursements");

@@ -154,7 +154,7 @@ func TestBuiltinList(t *testing.T) {
 	longest := 0
 	for _, w := range b {
 		longest = max(longest, len(w))
-		if flat, ends := split(w); flat != w || len(ends) != 1 {
+		if flat, ends := split(w, nil, nil); string(flat) != w || len(ends) != 1 {
 			t.Errorf("built-in word %q is not one lower-case token", w)
 		}
 	}
