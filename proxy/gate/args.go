@@ -22,6 +22,9 @@ const (
 	maxArgName   = 64       // bytes of one name in ArgNames
 )
 
+// jsonSpace is the whitespace of RFC 8259, and nothing else.
+const jsonSpace = " \t\r\n"
+
 // args is the result of parsing the raw arguments of a call once.
 type args struct {
 	raw []byte // as received; "{}" for absent or null
@@ -44,7 +47,7 @@ type member struct {
 // parseArgs parses raw arguments strictly. It never fails: a failure is
 // recorded in rule and reason, for checkArgs to report.
 func (g *Gate) parseArgs(raw []byte) *args {
-	if raw == nil || string(bytes.TrimSpace(raw)) == "null" {
+	if raw == nil || string(bytes.Trim(raw, jsonSpace)) == "null" {
 		raw = []byte("{}")
 	}
 	a := &args{raw: raw}

@@ -35,6 +35,9 @@ func TestCheckArgs(t *testing.T) {
 		{"get_balances", "", want{}},
 		{"get_balances", "null", want{}},
 		{"get_balances", " null\n", want{}},
+		{"get_balances", "\u00a0null", want{6, "args.not_object", nil}}, // not JSON whitespace
+		{"get_balances", "\x00null", want{6, "args.not_object", nil}},
+		{"get_balances", "NULL", want{6, "args.not_object", nil}},
 		{"get_balances", "{}", want{}},
 		{"get_quote", `{"ref":"r1","amount":0.5,"count":5,"currency":"EUR","flag":true,"memo":"ab"}`, want{}},
 		{"get_quote", `{"ref":"r1","amount":1e3,"count":10,"currency":"日本円","flag":false,"memo":"ééééé"}`, want{}},
@@ -52,7 +55,7 @@ func TestCheckArgs(t *testing.T) {
 		{"get_transactions", `{"account_id":"acc_\ud800\u0041"}`, want{6, "args.encoding", nil}},
 		{"get_transactions", `{"account_id":"acc_1","a":"\ud83d\udcb8","a":1}`, want{6, "args.duplicate", nil}}, // a pair is fine
 		{"get_transactions", `{"account_id":"acc_1","a":"\\ud800"}`, want{6, "args.unknown", nil}},              // an escaped backslash, not an escape
-		{"get_transactions", `{"account_id":"acc_1","a":1,"a":"\udfff"}`, want{6, "args.encoding", nil}},         // encoding before duplicate
+		{"get_transactions", `{"account_id":"acc_1","a":1,"a":"\udfff"}`, want{6, "args.encoding", nil}},        // encoding before duplicate
 		// args.duplicate
 		{"get_transactions", `{"account_id":"acc_1","account_id":"acc_2"}`, want{6, "args.duplicate", []string{`"account_id" appears twice`}}},
 		{"get_transactions", `{"account_id":"acc_1","acc\u006Funt_id":"acc_2"}`, want{6, "args.duplicate", nil}},
@@ -78,7 +81,7 @@ func TestCheckArgs(t *testing.T) {
 		{"get_transactions", `{"account_id":"acc_1","limit":+1}`, want{6, "args.not_object", nil}},
 		{"get_transactions", `{"account_id":"acc_1","limit":NaN}`, want{6, "args.not_object", nil}},
 		{"get_transactions", "{\"account_id\":\"acc\t1\"}", want{6, "args.not_object", nil}}, // raw control character
-		{"get_transactions", `{"account_id":"acc_1\x41"}`, want{6, "args.not_object", nil}}, // bad escape
+		{"get_transactions", `{"account_id":"acc_1\x41"}`, want{6, "args.not_object", nil}},  // bad escape
 		// args.too_many
 		{"get_transactions", many(32), want{6, "args.unknown", nil}},
 		{"get_transactions", many(33), want{6, "args.too_many", []string{"33 members", "32"}}},

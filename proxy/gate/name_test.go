@@ -72,7 +72,7 @@ func TestCheckWords(t *testing.T) {
 	}{
 		{"get_balances", want{}},
 		{"transfer", want{3, "name.write_word", []string{`"transfer"`, "tokens transfer"}}}, // allowlisted, still denied
-		{"get_borrow_limits", want{3, "name.write_word", []string{`word "borrow"`}}},    // never_allow
+		{"get_borrow_limits", want{3, "name.write_word", []string{`word "borrow"`}}},        // never_allow
 		{"pay_bill", want{3, "name.write_word", []string{`word "pay"`, "tokens pay bill"}}},
 		{"pay-bill", want{3, "name.write_word", []string{`word "pay"`}}},
 		{"payBill", want{3, "name.write_word", []string{`word "pay"`}}},
