@@ -1,0 +1,211 @@
+// Package verifier checks bankdoor receipts offline, with nothing but the
+// agent's public key.
+//
+// [VerifyDir] checks a receipts directory (the format is in package
+// github.com/bankdoor/bankdoor/ledger/receipt) in seq order, and stops at
+// the first receipt that fails, naming its file and why:
+//
+//   - every file is NNNNNN.json (names starting with "." are skipped);
+//   - every receipt parses strictly, in RFC 8785 canonical form;
+//   - every receipt's key_id is the --pub key's and its signature verifies;
+//   - the file name is the receipt's seq;
+//   - the seqs are 1, 2, 3, ... with none missing;
+//   - each prev is the SHA-256 of the previous file (64 zeros for seq 1);
+//   - if asked, every policy_sha256 is the given policy's.
+//
+// Together these show that the receipts were made by the key's holder, in
+// this order, and that none was changed, swapped, or removed from before
+// the last one. They cannot show that receipts after the last one were
+// removed (tail truncation): that takes a checkpoint of the ledger that
+// an independent witness has cosigned.
+package verifier
+
+import (
+	"cmp"
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+)
+
+// Options adds checks to VerifyDir. The zero value adds none.
+type Options struct {
+	// PolicySHA256, if not empty, is the lower-case hex SHA-256 of the
+	// policy file (bankdoor verify --policy) that every receipt's
+	// policy_sha256 must equal.
+	PolicySHA256 string
+}
+
+// A Report describes a receipts directory that verified.
+type Report struct {
+	Dir      string
+	KeyID    string    // the --pub key's key_id
+	Receipts []Checked // in seq order
+	FirstSeq uint64    // always 1
+	LastSeq  uint64
+	Head     [32]byte // receipt hash (SHA-256) of the last receipt file
+}
+
+// Checked is one receipt that verified.
+type Checked struct {
+	File     string // base name, e.g. 000001.json
+	Seq      uint64
+	SHA256   [32]byte // the receipt hash
+	Decision string
+}
+
+// An Error says which receipt file failed verification, and why. File is
+// the base name of the file, or "" if the fault is the directory's.
+type Error struct {
+	File   string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.File == "" {
+		return e.Reason
+	}
+	return e.File + ": " + e.Reason
+}
+
+// VerifyDir verifies the receipts directory dir against pub, the agent's
+// public key, as described in the package documentation. A directory
+// that fails verification, or has no receipts, gives an *Error; other
+// errors (an unreadable directory or file) are returned as they are.
+func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, errors.New("verify receipts: --pub is not an Ed25519 public key")
+	}
+	if p := opts.PolicySHA256; p != "" && (len(p) != 64 || strings.Trim(p, "0123456789abcdef") != "") {
+		return nil, fmt.Errorf("verify receipts: policy SHA-256 %q is not 64 lower-case hex digits", p)
+	}
+	names, err := receiptFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, &Error{Reason: "no receipts in " + dir}
+	}
+	c := &chain{pub: pub, opts: opts, rep: &Report{Dir: dir, KeyID: agentkey.KeyID(pub), FirstSeq: 1}}
+	for _, name := range names {
+		b, err := readReceipt(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.add(name, b); err != nil {
+			return nil, err
+		}
+	}
+	return c.rep, nil
+}
+
+// receiptFiles returns the receipt file names in dir in seq order. Any
+// entry that is neither a receipt file nor a dot file is an *Error.
+func receiptFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read receipts directory: %w", err)
+	}
+	type file struct {
+		name string
+		seq  uint64
+	}
+	var files []file
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		seq, ok := receipt.ParseFileName(e.Name())
+		if !ok {
+			return nil, &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
+		}
+		if !e.Type().IsRegular() {
+			return nil, &Error{e.Name(), "not a regular file"}
+		}
+		files = append(files, file{e.Name(), seq})
+	}
+	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.seq, b.seq) })
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.name
+	}
+	return names, nil
+}
+
+// readReceipt reads at most one byte more than a receipt may have.
+func readReceipt(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, receipt.MaxSize+1))
+}
+
+// chain is the state of a verification: what the next receipt must be.
+type chain struct {
+	pub  ed25519.PublicKey
+	opts Options
+	rep  *Report
+	last string // file name of the last receipt checked, "" if none
+}
+
+// add checks the receipt file name with content b, the next in seq order.
+func (c *chain) add(name string, b []byte) error {
+	r, err := receipt.Parse(b)
+	if err != nil {
+		return &Error{name, err.Error()}
+	}
+	if r.KeyID != c.rep.KeyID {
+		return &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
+	}
+	if err := r.Verify(c.pub); err != nil {
+		return &Error{name, "signature does not verify with the --pub key"}
+	}
+	if want := receipt.FileName(r.Seq); want != name {
+		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, want)}
+	}
+	if err := c.link(name, r); err != nil {
+		return err
+	}
+	if p := c.opts.PolicySHA256; p != "" && r.PolicySHA256 != p {
+		return &Error{name, fmt.Sprintf("policy_sha256 %s does not match the --policy file's SHA-256 %s", r.PolicySHA256, p)}
+	}
+	sum := receipt.Hash(b)
+	c.rep.Receipts = append(c.rep.Receipts, Checked{name, r.Seq, sum, r.Decision})
+	c.rep.LastSeq, c.rep.Head, c.last = r.Seq, sum, name
+	return nil
+}
+
+// link checks r's seq and prev against the last receipt checked.
+func (c *chain) link(name string, r *receipt.Receipt) error {
+	want := c.rep.LastSeq + 1
+	if r.Seq != want {
+		more := ""
+		if r.Seq-want > 1 {
+			more = fmt.Sprintf(" (%d receipts missing: seq %d to %d)", r.Seq-want, want, r.Seq-1)
+		}
+		if c.last == "" {
+			return &Error{name, fmt.Sprintf("seq %d missing before %s, the first receipt%s", want, name, more)}
+		}
+		return &Error{name, fmt.Sprintf("seq %d missing between %s and %s%s", want, c.last, name, more)}
+	}
+	if c.last == "" {
+		if r.Prev != receipt.FirstPrev {
+			return &Error{name, "prev of the first receipt is not 64 zeros"}
+		}
+		return nil
+	}
+	if r.Prev != hex.EncodeToString(c.rep.Head[:]) {
+		return &Error{name, "prev does not match SHA-256 of " + c.last}
+	}
+	return nil
+}
