@@ -1,0 +1,26 @@
+// Package attacks is bankdoor's end-to-end attack catalogue, kept as data,
+// and the runner that sends it through a live session.
+//
+// Each [Attack] is one request an agent (or a prompt injection steering
+// one) could send to move money or reach the bank server past the gate:
+// look-alike and zero-width tool names, separators, case and camelCase
+// spellings of write words, the real write tools, a renamed and a
+// rug-pulled tool, smuggled and malformed arguments, and malformed
+// JSON-RPC frames and methods. It says how the request is sent (an SDK
+// CallTool, or a raw line), which fixture variant it needs, the rule id
+// the proxy must deny it with, and whether the same request sent straight
+// to the fixture bank, without the proxy, moves money (Unsafe).
+//
+// [Run] sends attacks through a session with the proxy and reports, per
+// attack, the rule the answer named, the receipt it named and the rule
+// recorded in that receipt, whether the request reached the bank (the
+// bank's log grew) and whether money moved. [Control] sends the unsafe
+// ones straight to the fixture, to show the gate is what stops them.
+//
+// Expected rules follow the order of the gate's checks (proxy/gate) and of
+// the relay's frame checks (proxy): a name is checked before the server,
+// the write words, the allowlist, the pin and the arguments, and the first
+// failing check names the rule. The catalogue is written against
+// policies/bankdoor.yaml; its patterns are stricter than its max_length
+// limits, so an oversized account id fails args.pattern first.
+package attacks

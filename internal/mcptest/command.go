@@ -1,0 +1,62 @@
+package mcptest
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Env returns the current environment without the variables that steer
+// bankdoor and the fixture (BANKDOOR_* and BANK_FIXTURE_*), followed by kv
+// ("NAME=value" pairs). A test's own settings then never leak in from the
+// developer's shell.
+func Env(kv ...string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "BANKDOOR_") && !strings.HasPrefix(e, "BANK_FIXTURE_") {
+			env = append(env, e)
+		}
+	}
+	return append(env, kv...)
+}
+
+// Fixture is one fake bank process (fixtures/bank-server).
+type Fixture struct {
+	Bin   string   // the bank-server binary
+	State string   // BANK_FIXTURE_STATE, the state file
+	Env   []string // more settings, e.g. "BANK_FIXTURE_VARIANT=rugpull"
+}
+
+// Environ returns the fixture's BANK_FIXTURE_* settings.
+func (f Fixture) Environ() []string {
+	return append([]string{"BANK_FIXTURE_STATE=" + f.State}, f.Env...)
+}
+
+// Command returns the fixture run on its own, with no proxy in front: a
+// control run.
+func (f Fixture) Command() *exec.Cmd {
+	cmd := exec.Command(f.Bin)
+	cmd.Env = Env(f.Environ()...)
+	return cmd
+}
+
+// Proxy is `bankdoor proxy` with a fixture behind it.
+type Proxy struct {
+	Bin      string // the bankdoor binary
+	Policy   string // --policy
+	Server   string // --server
+	Receipts string // --receipts
+	Home     string // BANKDOOR_HOME: the signing key's directory
+	Flags    []string
+	Fixture  Fixture
+}
+
+// Command returns the proxy command. The fixture's settings are in the
+// proxy's environment, which the fixture inherits.
+func (p Proxy) Command() *exec.Cmd {
+	args := []string{"proxy", "--policy", p.Policy, "--server", p.Server, "--receipts", p.Receipts}
+	args = append(append(args, p.Flags...), "--", p.Fixture.Bin)
+	cmd := exec.Command(p.Bin, args...)
+	cmd.Env = Env(append([]string{"BANKDOOR_HOME=" + p.Home}, p.Fixture.Environ()...)...)
+	return cmd
+}
