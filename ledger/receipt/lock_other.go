@@ -1,4 +1,4 @@
-//go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd)
+//go:build !unix || aix
 
 package receipt
 
@@ -9,5 +9,5 @@ import (
 )
 
 func lock(path string) (*os.File, error) {
-	return nil, fmt.Errorf("cannot lock %s: receipt directories are supported only where flock(2) is, not on %s", path, runtime.GOOS)
+	return nil, fmt.Errorf("cannot lock %s: receipt directories are supported only on Unix, not on %s", path, runtime.GOOS)
 }
