@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -26,13 +25,15 @@ func (d *decoder) enum(a *Arg, n *yaml.Node, what string) []string {
 		return nil
 	}
 	out := make([]string, 0, len(items))
+	seen := make(map[string]bool)
 	for _, item := range items {
 		text, ok := d.enumValue(a, item, what)
 		switch {
 		case !ok:
-		case slices.Contains(out, text):
-			d.errorf(item, "enum value %s of %s is listed twice; remove one", text, what)
+		case seen[text]:
+			d.errorf(item, "enum value %s of %s is listed twice; remove one", truncate(text), what)
 		default:
+			seen[text] = true
 			out = append(out, text)
 		}
 	}

@@ -1,14 +1,16 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 )
 
 // Error is one problem found while loading a policy file. Load and Parse
-// return every Error they find joined with errors.Join, in file order; use
+// return every Error they find joined with errors.Join, sorted by position; use
 // errors.As to get the first one, or the Unwrap() []error method of the
 // joined error to get them all.
 type Error struct {
@@ -62,7 +64,18 @@ func (d *decoder) errorAt(line, col int, msg string) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Msg: msg})
 }
 
+// err returns the errors sorted by position (stable, so errors at one
+// position keep the order they were found in), the note that there were
+// too many last.
 func (d *decoder) err() error {
+	errs := d.errs
+	if d.full {
+		errs = errs[:len(errs)-1]
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		ea, eb := a.(*Error), b.(*Error)
+		return cmp.Or(cmp.Compare(ea.Line, eb.Line), cmp.Compare(ea.Column, eb.Column))
+	})
 	return errors.Join(d.errs...)
 }
 

@@ -78,8 +78,12 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		d.yamlError(err)
 		return nil
 	}
+	if len(doc.Content) != 1 {
+		d.errorAt(0, 0, "the file holds no YAML document; start it with \"version: 1\"")
+		return nil
+	}
 	d.plain(newSource(data), &doc)
-	if len(d.errs) > 0 || len(doc.Content) != 1 {
+	if len(d.errs) > 0 {
 		return nil
 	}
 	return doc.Content[0]

@@ -32,13 +32,26 @@ func replacePin(src *source, old *yaml.Node, pin string) (edit, error) {
 	if !ok {
 		return edit{}, errors.New("cannot find schema_sha256 in the text")
 	}
-	if old.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 && off < len(src.data) {
+	quoted := old.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
+	if quoted && off < len(src.data) {
 		off++
 	}
 	if !bytes.HasPrefix(src.data[off:], []byte(old.Value)) {
 		return edit{}, errors.New("schema_sha256 is written with escapes or across lines")
 	}
+	if !quoted {
+		pin = pinScalar(pin)
+	}
 	return edit{off: off, del: len(old.Value), ins: pin}, nil
+}
+
+// pinScalar returns pin as a YAML scalar: plain, unless YAML would read
+// it as a number (all digits, or digits around one e), then quoted.
+func pinScalar(pin string) string {
+	if (&yaml.Node{Kind: yaml.ScalarNode, Value: pin}).ShortTag() == "!!str" {
+		return pin
+	}
+	return `"` + pin + `"`
 }
 
 // insertFlow adds the pin as the first key of a {…} mapping.
@@ -48,13 +61,13 @@ func insertFlow(src *source, v *yaml.Node, pin string) (edit, error) {
 		return edit{}, errors.New("cannot find the \"{\" of its mapping")
 	}
 	if len(v.Content) == 0 {
-		return edit{off: off + 1, ins: "schema_sha256: " + pin}, nil
+		return edit{off: off + 1, ins: "schema_sha256: " + pinScalar(pin)}, nil
 	}
 	first := v.Content[0]
 	if off, ok = src.offset(first.Line, first.Column); !ok {
 		return edit{}, errors.New("cannot find its first key")
 	}
-	return edit{off: off, ins: "schema_sha256: " + pin + ", "}, nil
+	return edit{off: off, ins: "schema_sha256: " + pinScalar(pin) + ", "}, nil
 }
 
 // insertBlock adds the pin as a new line right after the tool's name,
@@ -76,5 +89,5 @@ func insertBlock(src *source, k, v *yaml.Node, pin string) (edit, error) {
 	if at >= 2 && src.data[at-2] == '\r' {
 		eol = "\r\n"
 	}
-	return edit{off: at, ins: indent + "schema_sha256: " + pin + eol}, nil
+	return edit{off: at, ins: indent + "schema_sha256: " + pinScalar(pin) + eol}, nil
 }

@@ -32,7 +32,8 @@
 // never_allow words are ASCII letters and digits, stored lower-case; they
 // only ever add to the built-in words of package words. expose entries are
 // names from Features, each at most once. A tool's value is a mapping, {}
-// if it takes no arguments.
+// if it takes no arguments. schema_sha256 is taken as written even where
+// YAML, unquoted, would read it as a number (a digest of digits only).
 //
 // An argument has a type (string, integer, number or boolean) and
 // optional constraints:
@@ -51,8 +52,21 @@
 // The policy's identity is policy_sha256, the lower-case hex SHA-256 of
 // the file's bytes (Policy.SHA256).
 //
+// # Errors
+//
+// Load and Parse report every problem they can find in one pass, each an
+// *Error, "file:line:col: what is wrong; how to fix", sorted by position
+// and joined with errors.Join (at most 50). The column is in Unicode code
+// points. Syntax errors come from yaml.v3, which gives a line but no
+// column ("file:line: invalid YAML: ..."). A Policy is returned only when
+// there is no error at all.
+//
+// # Lint and pins
+//
 // Lint reports policies that load but probably do not do what their author
-// wants; SetPins writes schema_sha256 values into a file in place.
+// wants, with the rule ids name.write_word, pin.missing, server.no_tools
+// and args.unbounded. SetPins writes schema_sha256 values into a policy
+// file in place, keeping its comments and layout.
 package policy
 
 import "regexp"

@@ -16,17 +16,27 @@ const bom = "\ufeff"
 // "\n" or "\r\n", as yaml.v3 counts them.
 type source struct {
 	data  []byte
-	lines []int // byte offset of the start of each line
+	lines []int  // byte offset of the start of each line
+	ascii []bool // whether each line is ASCII, so columns are bytes
+
+	// The last position found, to resume from: the tree is walked in
+	// document order, so finding every node's offset stays linear even
+	// on one long non-ASCII line.
+	lastLine, lastCol, lastOff int
 }
 
 func newSource(data []byte) *source {
-	s := &source{data: data, lines: []int{0}}
+	s := &source{data: data, lines: []int{0}, ascii: []bool{true}}
 	if bytes.HasPrefix(data, []byte(bom)) {
 		s.lines[0] = len(bom)
 	}
 	for i, b := range data {
-		if b == '\n' {
+		switch {
+		case b == '\n':
 			s.lines = append(s.lines, i+1)
+			s.ascii = append(s.ascii, true)
+		case b >= utf8.RuneSelf && i >= s.lines[len(s.lines)-1]:
+			s.ascii[len(s.ascii)-1] = false
 		}
 	}
 	return s
@@ -38,14 +48,25 @@ func (s *source) offset(line, col int) (int, bool) {
 	if line < 1 || line > len(s.lines) || col < 1 {
 		return 0, false
 	}
-	off := s.lines[line-1]
-	for range col - 1 {
-		if off >= len(s.data) || s.data[off] == '\n' {
-			return 0, false
-		}
-		_, n := utf8.DecodeRune(s.data[off:])
+	end := len(s.data)
+	if line < len(s.lines) {
+		end = s.lines[line] - 1 // the '\n'
+	}
+	off, c := s.lines[line-1], 1
+	switch {
+	case s.ascii[line-1]:
+		off, c = off+col-1, col
+	case line == s.lastLine && col >= s.lastCol:
+		off, c = s.lastOff, s.lastCol
+	}
+	for ; c < col && off < end; c++ {
+		_, n := utf8.DecodeRune(s.data[off:end])
 		off += n
 	}
+	if c < col || off > end {
+		return 0, false
+	}
+	s.lastLine, s.lastCol, s.lastOff = line, col, off
 	return off, true
 }
 

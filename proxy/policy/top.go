@@ -69,6 +69,7 @@ func (d *decoder) receipts(n *yaml.Node) string {
 func (d *decoder) neverAllow(n *yaml.Node) []string {
 	items, _ := d.list(n, `"never_allow"`)
 	var words []string
+	seen := make(map[string]bool)
 	for _, item := range items {
 		s, ok := d.str(item, "a never_allow word")
 		if !ok {
@@ -78,9 +79,10 @@ func (d *decoder) neverAllow(n *yaml.Node) []string {
 		switch {
 		case !isWord(w):
 			d.errorf(item, "never_allow word %q is not 1 to %d ASCII letters and digits; write the word alone, for example borrow", truncate(s), maxWordLen)
-		case slices.Contains(words, w):
+		case seen[w]:
 			d.errorf(item, "never_allow word %q is listed twice; remove one", truncate(s))
 		default:
+			seen[w] = true
 			words = append(words, w)
 		}
 	}
@@ -164,7 +166,13 @@ func (d *decoder) tool(k, v *yaml.Node) *Tool {
 	return t
 }
 
+// pin decodes a schema_sha256 value. A digest written without quotes that
+// happens to be all digits (or digits around one e) is a number to YAML,
+// but its text is still the digest, so it is accepted as written.
 func (d *decoder) pin(n *yaml.Node, tool string) string {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 && isPin(n.Value) {
+		return n.Value
+	}
 	s, ok := d.str(n, fmt.Sprintf(`"schema_sha256" of %s`, tool))
 	if ok && !isPin(s) {
 		d.errorf(n, "schema_sha256 %q of %s is not 64 lower-case hex digits; run bankdoor pin to get it, or remove the key", truncate(s), tool)

@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// addSeeds adds the sample and shipped policies to f's corpus, besides the
+// committed files under testdata/fuzz.
+func addSeeds(f *testing.F) {
+	for _, glob := range []string{"testdata/*.yaml", "../../policies/*.yaml"} {
+		paths, err := filepath.Glob(glob)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+}
+
+// FuzzParse checks that Parse never panics, that it returns either a
+// policy or *Error values naming the file, and that a policy that parses
+// survives a round trip through its canonical form: the canonical text
+// parses again to the same canonical text.
+func FuzzParse(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("f.yaml", data)
+		if err != nil {
+			checkFuzzErrors(t, p, err)
+			return
+		}
+		again, err := Parse("f.yaml", data)
+		if err != nil {
+			t.Fatalf("second Parse failed: %v", err)
+		}
+		if diff := cmp.Diff(p, again, cmpRegexp); diff != "" {
+			t.Fatalf("Parse is not deterministic:\n%s", diff)
+		}
+		c := canonical(p)
+		q, err := Parse("f.yaml", c)
+		if err != nil {
+			t.Fatalf("canonical form does not parse: %v\n%s", err, c)
+		}
+		if c2 := canonical(q); !bytes.Equal(c, c2) {
+			t.Fatalf("canonical form changed on re-parse:\n%s\n---\n%s", c, c2)
+		}
+		Lint(p)
+	})
+}
+
+func checkFuzzErrors(t *testing.T, p *Policy, err error) {
+	t.Helper()
+	if p != nil {
+		t.Fatalf("Parse returned a policy and an error: %v", err)
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %T is not joined errors", err)
+	}
+	for _, e := range j.Unwrap() {
+		var pe *Error
+		if !errors.As(e, &pe) || pe.File != "f.yaml" || pe.Msg == "" {
+			t.Fatalf("error %q is not an *Error naming f.yaml", e)
+		}
+	}
+}
+
+// FuzzPinText checks that setting a pin on every tool of a policy either
+// fails cleanly or gives text that loads with exactly those pins set
+// (pinText checks the rest of the policy itself).
+func FuzzPinText(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("f.yaml", data)
+		if err != nil {
+			return
+		}
+		for name, s := range p.Servers {
+			pins := make(map[string]string)
+			for tool := range s.Tools {
+				pins[tool] = pinOf('c')
+			}
+			out, changed, _, err := pinText("f.yaml", data, name, pins)
+			if err != nil || len(changed) == 0 {
+				continue
+			}
+			q, err := Parse("f.yaml", out)
+			if err != nil {
+				t.Fatalf("pinned text does not parse: %v", err)
+			}
+			for tool := range s.Tools {
+				if got := q.Servers[name].Tools[tool].SchemaSHA256; got != pinOf('c') {
+					t.Fatalf("tool %s pinned %q", tool, got)
+				}
+			}
+		}
+	})
+}
