@@ -4,14 +4,14 @@ package proxy
 type route int
 
 const (
-	routeUnknown route = iota // never forwarded: method.unknown
-	routeForward              // relayed as is
-	routeFeature              // relayed only if the server's expose list names the feature
-	routeToolsList            // relayed, response filtered to listable tools
-	routeToolsCall            // through the gate
-	routeInitialize           // relayed, capabilities filtered both ways
-	routeCancel               // request id rewritten, relayed
-	routeLocal                // answered by the proxy itself (server-to-client ping)
+	routeUnknown    route = iota // never forwarded: method.unknown
+	routeForward                 // relayed as is
+	routeFeature                 // relayed only if the server's expose list names the feature
+	routeToolsList               // relayed, response filtered to listable tools
+	routeToolsCall               // through the gate
+	routeInitialize              // relayed, capabilities filtered both ways
+	routeCancel                  // request id rewritten, relayed
+	routeLocal                   // answered by the proxy itself (server-to-client ping)
 )
 
 type methodInfo struct {

@@ -57,20 +57,20 @@ type Relay struct {
 
 	mu          sync.Mutex
 	nextID      int64
-	pending     map[int64]*pending        // requests sent downstream, by our id
-	agentIDs    map[string]int64          // in-flight agent ids (raw JSON) -> our id
-	serverReqs  map[string]jsonrpc.ID     // server requests relayed to the agent, by our id
-	initialized bool                      // the server answered initialize
-	gone        error                     // why the server is gone, once it is
-	fatal       chan error                // the first error that must stop the relay
+	pending     map[int64]*pending    // requests sent downstream, by our id
+	agentIDs    map[string]int64      // in-flight agent ids (raw JSON) -> our id
+	serverReqs  map[string]jsonrpc.ID // server requests relayed to the agent, by our id
+	initialized bool                  // the server answered initialize
+	gone        error                 // why the server is gone, once it is
+	fatal       chan error            // the first error that must stop the relay
 	pins        pinCache
 }
 
 // pending is a request sent to the server and not yet answered.
 type pending struct {
-	agentID jsontext.Value          // the agent's id; nil for the relay's own requests
-	method  string                  // for response handling
-	done    chan *jsonrpc.Response  // the relay's own requests only
+	agentID jsontext.Value         // the agent's id; nil for the relay's own requests
+	method  string                 // for response handling
+	done    chan *jsonrpc.Response // the relay's own requests only
 }
 
 // New returns a relay for one session over the given downstream connection
@@ -187,7 +187,7 @@ func (r *Relay) send(ctx context.Context, p *pending, method string, params []by
 	if !notify {
 		r.nextID++
 		id = r.nextID
-		req.ID = jsonrpc.Int64ID(id)
+		req.ID, _ = jsonrpc.MakeID(float64(id))
 		r.pending[id] = p
 		if p.agentID != nil {
 			r.agentIDs[string(p.agentID)] = id

@@ -15,9 +15,6 @@ import (
 	"github.com/bankdoor/bankdoor/proxy/pin"
 )
 
-// maxListPages bounds the relay's own walk of a paginated tools/list.
-const maxListPages = 100
-
 // pinCache holds the schema_sha256 of every tool the server currently
 // lists, as the relay last saw it. It is stale until the relay has listed
 // all pages itself, and again after notifications/tools/list_changed.
@@ -43,34 +40,21 @@ func (r *Relay) livePins(ctx context.Context) (map[string]string, error) {
 
 // listAll walks every page of the server's tools/list.
 func (r *Relay) listAll(ctx context.Context) (map[string]string, error) {
-	live := make(map[string]string)
-	var cursor []byte
-	for range maxListPages {
-		params := []byte("{}")
-		if cursor != nil {
-			params = envelopeParams("cursor", cursor)
-		}
-		resp, err := r.call(ctx, "tools/list", params)
+	tools, err := pin.ListAll(ctx, func(ctx context.Context, method string, params []byte) ([]byte, error) {
+		resp, err := r.call(ctx, method, params)
 		if err != nil {
 			return nil, err
 		}
-		l, err := pin.ParseList(resp.Result)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range l.Tools {
-			live[t.Name] = t.SHA256
-		}
-		if l.NextCursor == nil || string(l.NextCursor) == "null" {
-			return live, nil
-		}
-		cursor = l.NextCursor
+		return resp.Result, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("tools/list has more than %d pages", maxListPages)
-}
-
-func envelopeParams(name string, value []byte) []byte {
-	return jsonobj.Object{{Name: name, Value: value}}.Marshal()
+	live := make(map[string]string, len(tools))
+	for _, t := range tools {
+		live[t.Name] = t.SHA256
+	}
+	return live, nil
 }
 
 // listChanged re-checks the pins, then tells the agent the list changed.

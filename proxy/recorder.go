@@ -1,0 +1,40 @@
+package proxy
+
+import (
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+)
+
+// ReceiptWriter is the part of *receipt.Writer a ReceiptRecorder uses.
+type ReceiptWriter interface {
+	Write(r *receipt.Receipt) (name string, sum [32]byte, err error)
+}
+
+// ReceiptRecorder records events as signed receipts in a receipts
+// directory (see package ledger/receipt).
+type ReceiptRecorder struct {
+	W            ReceiptWriter
+	Server       string
+	PolicyID     string
+	PolicySHA256 string
+}
+
+// Record writes the event's receipt; it is durable when Record returns.
+func (rr *ReceiptRecorder) Record(ev Event) (string, error) {
+	names := ev.ArgNames
+	if names == nil {
+		names = []string{}
+	}
+	name, _, err := rr.W.Write(&receipt.Receipt{
+		V:            1,
+		Decision:     ev.Decision,
+		Server:       rr.Server,
+		Tool:         ev.Tool,
+		Rule:         ev.Rule,
+		Reason:       ev.Reason,
+		ArgNames:     names,
+		ArgsSHA256:   ev.ArgsSHA256,
+		PolicyID:     rr.PolicyID,
+		PolicySHA256: rr.PolicySHA256,
+	})
+	return name, err
+}
