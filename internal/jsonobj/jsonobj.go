@@ -58,11 +58,11 @@ func parse(raw []byte, lenient bool) (Object, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := name.String() // before ReadValue, which voids the token
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		n := name.String()
 		if obj.Has(n) {
 			return nil, &DuplicateError{Name: n}
 		}
