@@ -19,27 +19,50 @@ import (
 // lists, as the relay last saw it. It is stale until the relay has listed
 // all pages itself, and again after notifications/tools/list_changed.
 type pinCache struct {
-	mu    sync.Mutex // held while refreshing, so calls wait for fresh pins
-	live  map[string]string
-	fresh bool
+	refresh sync.Mutex // held while the relay lists the server, so calls wait for fresh pins
+	mu      sync.Mutex // guards live and fresh; never held while waiting for the server
+	live    map[string]string
+	fresh   bool
+}
+
+func (c *pinCache) snapshot() (map[string]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.live), c.fresh
+}
+
+// markStale makes the next call list the server again.
+func (c *pinCache) markStale() {
+	c.mu.Lock()
+	c.fresh = false
+	c.mu.Unlock()
+}
+
+// update merges pins seen in a tools/list page; replace sets them all.
+func (c *pinCache) update(tools []pin.Tool, replace bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if replace || c.live == nil {
+		c.live = make(map[string]string, len(tools))
+	}
+	for _, t := range tools {
+		c.live[t.Name] = t.SHA256
+	}
+	if replace {
+		c.fresh = true
+	}
 }
 
 // livePins returns the current pins, listing the server first if stale.
 func (r *Relay) livePins(ctx context.Context) (map[string]string, error) {
-	r.pins.mu.Lock()
-	defer r.pins.mu.Unlock()
-	if !r.pins.fresh {
-		live, err := r.listAll(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r.pins.live, r.pins.fresh = live, true
+	if live, fresh := r.pins.snapshot(); fresh {
+		return live, nil
 	}
-	return maps.Clone(r.pins.live), nil
-}
-
-// listAll walks every page of the server's tools/list.
-func (r *Relay) listAll(ctx context.Context) (map[string]string, error) {
+	r.pins.refresh.Lock()
+	defer r.pins.refresh.Unlock()
+	if live, fresh := r.pins.snapshot(); fresh {
+		return live, nil // another caller refreshed while we waited
+	}
 	tools, err := pin.ListAll(ctx, func(ctx context.Context, method string, params []byte) ([]byte, error) {
 		resp, err := r.call(ctx, method, params)
 		if err != nil {
@@ -50,18 +73,14 @@ func (r *Relay) listAll(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := make(map[string]string, len(tools))
-	for _, t := range tools {
-		live[t.Name] = t.SHA256
-	}
+	r.pins.update(tools, true)
+	live, _ := r.pins.snapshot()
 	return live, nil
 }
 
 // listChanged re-checks the pins, then tells the agent the list changed.
 func (r *Relay) listChanged(ctx context.Context, m *jsonrpc.Request) {
-	r.pins.mu.Lock()
-	r.pins.fresh = false
-	r.pins.mu.Unlock()
+	r.pins.markStale()
 	if _, err := r.livePins(ctx); err != nil {
 		r.log.Warn("re-listing tools after list_changed failed; calls will retry", "err", err)
 	}
@@ -74,14 +93,7 @@ func (r *Relay) filterToolsList(result []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.pins.mu.Lock()
-	if r.pins.live == nil {
-		r.pins.live = make(map[string]string)
-	}
-	for _, t := range l.Tools {
-		r.pins.live[t.Name] = t.SHA256
-	}
-	r.pins.mu.Unlock()
+	r.pins.update(l.Tools, false)
 	var kept []byte
 	kept = append(kept, '[')
 	n := 0
