@@ -175,7 +175,7 @@ func (r *Relay) notifyAgent(m *jsonrpc.Request, sid jsonrpc.ID) {
 		r.serverReqs[string(id)] = sid
 		r.mu.Unlock()
 	}
-	r.writeAgent(envelope(id, "method", quote(m.Method), "params", m.Params))
+	r.writeAgent(envelope(id, jsonobj.Member{Name: "method", Value: quote(m.Method)}, jsonobj.Member{Name: "params", Value: jsontext.Value(m.Params)}))
 }
 
 // denyFrame records a denial and answers the agent (if the frame had an id

@@ -1,41 +1,34 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
 )
 
 // envelope builds one JSON-RPC 2.0 message. id may be nil (a notification);
-// kv are member names and raw values, nil values are left out.
-func envelope(id jsontext.Value, kv ...any) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0"`)
+// members with a nil value are left out.
+func envelope(id jsontext.Value, members ...jsonobj.Member) []byte {
+	obj := jsonobj.Object{{Name: "jsonrpc", Value: jsontext.Value(`"2.0"`)}}
 	if id != nil {
-		b.WriteString(`,"id":`)
-		b.Write(id)
+		obj = append(obj, jsonobj.Member{Name: "id", Value: id})
 	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		v := kv[i+1].([]byte)
-		if v == nil {
-			continue
+	for _, m := range members {
+		if m.Value != nil {
+			obj = append(obj, m)
 		}
-		b.WriteString(`,"` + kv[i].(string) + `":`)
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return obj.Marshal()
 }
 
 // quote returns s as a JSON string.
 func quote(s string) []byte {
-	q, err := jsontext.AppendQuote(nil, s)
-	if err != nil { // invalid UTF-8: AppendQuote replaces it and reports
-		return q
-	}
+	q, _ := jsontext.AppendQuote(nil, strings.ToValidUTF8(s, "\uFFFD"))
 	return q
 }
 
@@ -53,7 +46,7 @@ func (r *Relay) replyResult(id jsontext.Value, result []byte) {
 	if result == nil {
 		result = []byte("{}")
 	}
-	r.writeAgent(envelope(id, "result", result))
+	r.writeAgent(envelope(id, jsonobj.Member{Name: "result", Value: result}))
 }
 
 func (r *Relay) replyError(id jsontext.Value, code int, msg string, data any) {
@@ -74,5 +67,5 @@ func (r *Relay) replyWireError(id jsontext.Value, err error) {
 	if merr != nil {
 		b, _ = json.Marshal(&jsonrpc.Error{Code: codeInternalError, Message: "bankdoor: unencodable error from the bank server"})
 	}
-	r.writeAgent(envelope(id, "error", b))
+	r.writeAgent(envelope(id, jsonobj.Member{Name: "error", Value: b}))
 }
