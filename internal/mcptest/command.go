@@ -9,15 +9,21 @@ import (
 // Env returns the current environment without the variables that steer
 // bankdoor and the fixture (BANKDOOR_* and BANK_FIXTURE_*), followed by kv
 // ("NAME=value" pairs). A test's own settings then never leak in from the
-// developer's shell.
+// developer's shell. GORACE gets atexit_sleep_ms=0, so that programs built
+// with -race exit at once instead of a second later.
 func Env(kv ...string) []string {
 	var env []string
+	gorace := "atexit_sleep_ms=0"
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "BANKDOOR_") && !strings.HasPrefix(e, "BANK_FIXTURE_") {
+		switch {
+		case strings.HasPrefix(e, "BANKDOOR_"), strings.HasPrefix(e, "BANK_FIXTURE_"):
+		case strings.HasPrefix(e, "GORACE="):
+			gorace = strings.TrimPrefix(e, "GORACE=") + " " + gorace
+		default:
 			env = append(env, e)
 		}
 	}
-	return append(env, kv...)
+	return append(append(env, "GORACE="+gorace), kv...)
 }
 
 // Fixture is one fake bank process (fixtures/bank-server).

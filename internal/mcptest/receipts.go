@@ -69,3 +69,21 @@ func WaitReceipts(ctx context.Context, dir string, n int) ([]string, error) {
 		}
 	}
 }
+
+// CopyReceipts copies the receipt files of src into dst, which must exist.
+func CopyReceipts(src, dst string) error {
+	names, err := Receipts(src)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

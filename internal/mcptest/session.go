@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,7 +137,10 @@ func (s *Session) Wait(ctx context.Context) (int, error) {
 // Close ends the session: it closes the SDK client, and with it the
 // child's stdin, then waits for the child to exit, killing it after
 // Options.CloseTimeout. It returns the child's exit error (nil for
-// status 0), or an error saying it had to be killed.
+// status 0), an error saying it had to be killed, or an error if the
+// child's stderr reports a data race (the race detector's report, from
+// the program or from a program it started, such as the bank behind the
+// proxy).
 func (s *Session) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -150,6 +154,9 @@ func (s *Session) Close() error {
 		case <-time.After(s.closeTimeout):
 			s.kill()
 			err = fmt.Errorf("%s did not exit within %v of its stdin closing; killed it%s", s.cmd.Path, s.closeTimeout, s.stderrTail())
+		}
+		if err == nil && strings.Contains(s.Stderr(), "WARNING: DATA RACE") {
+			err = fmt.Errorf("%s or a program it started reported a data race%s", s.cmd.Path, s.stderrTail())
 		}
 	})
 	return err
