@@ -1,0 +1,66 @@
+package main_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bankdoor/bankdoor/internal/mcptest"
+)
+
+// BenchmarkRoundTrip measures one tools/call over real stdio with the Go
+// SDK client, straight to the fixture and through the built proxy, in the
+// same run so that the ratio proxied/direct means something. deny is a
+// call the gate refuses, including its fsynced receipt.
+func BenchmarkRoundTrip(b *testing.B) {
+	dir := b.TempDir()
+	home := filepath.Join(dir, "home")
+	if out, err := exec.Command(built.bankdoor, "keygen", "--dir", home).CombinedOutput(); err != nil {
+		b.Fatalf("keygen: %v\n%s", err, out)
+	}
+	policy, err := filepath.Abs("../../policies/bankdoor.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each case has its own state file: the fixture rewrites its whole log
+	// on every call, so a shared file would make later cases slower.
+	fixture := func(name string) mcptest.Fixture {
+		return mcptest.Fixture{Bin: built.bankServer, State: filepath.Join(dir, name+".json")}
+	}
+	proxy := func(name string) mcptest.Proxy {
+		return mcptest.Proxy{Bin: built.bankdoor, Policy: policy, Server: "bank",
+			Receipts: filepath.Join(dir, "receipts"), Home: home, Fixture: fixture(name)}
+	}
+	read := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account_id": "acc_checking"}}
+	write := &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 1}}
+	for _, bc := range []struct {
+		name   string
+		cmd    func() *exec.Cmd
+		params *mcp.CallToolParams
+		denied bool
+	}{
+		{"direct", fixture("direct").Command, read, false},
+		{"proxied", proxy("proxied").Command, read, false},
+		{"deny", proxy("deny").Command, write, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			s, err := mcptest.Start(ctx, bc.cmd(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for b.Loop() {
+				res, err := s.Client().CallTool(ctx, bc.params)
+				if bc.denied != (err != nil) || (err == nil && res.IsError) {
+					b.Fatalf("CallTool %s: err = %v, result = %+v", bc.params.Name, err, res)
+				}
+			}
+		})
+	}
+}
