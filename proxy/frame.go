@@ -138,7 +138,7 @@ func (l *lineReader) next() ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := l.r.ReadSlice('\n')
-		if len(buf)+len(chunk) > l.max+2 {
+		if len(buf)+len(bytes.TrimRight(chunk, "\r\n")) > l.max {
 			buf = nil
 			if err := l.discard(err); err != nil {
 				return nil, err
@@ -152,7 +152,7 @@ func (l *lineReader) next() ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && len(buf) > 0:
-			return buf, nil
+			return bytes.TrimRight(buf, "\r"), nil
 		default:
 			return nil, err
 		}
