@@ -146,33 +146,15 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 // shippedPolicy is the fixture's policy as shipped.
 const shippedPolicy = "../../policies/bankdoor.yaml"
 
-// livePins returns the fixture's pins, name -> schema_sha256, as
-// `bankdoor pin` prints them.
-func livePins(t *testing.T, env ...string) map[string]string {
+// livePins returns the fixture's pins, as `bankdoor pin` prints them.
+func livePins(t *testing.T) map[string]string {
 	t.Helper()
-	f := mcptest.Fixture{Bin: built.bankServer, State: filepath.Join(t.TempDir(), "pin-state.json"), Env: env}
-	cmd := exec.Command(built.bankdoor, "pin", "--", f.Bin)
-	cmd.Env = mcptest.Env(f.Environ()...)
-	out, err := cmd.Output()
+	f := mcptest.Fixture{Bin: built.bankServer, State: filepath.Join(t.TempDir(), "pin-state.json")}
+	pins, err := mcptest.LivePins(testContext(t, time.Minute), built.bankdoor, f)
 	if err != nil {
-		t.Fatalf("bankdoor pin -- bank-server: %v\n%s", err, stderrOf(err))
-	}
-	pins := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		sum, name, ok := strings.Cut(line, " ")
-		if !ok || len(sum) != 64 {
-			t.Fatalf("bankdoor pin printed %q, want lines of SHA256 NAME", line)
-		}
-		pins[name] = sum
+		t.Fatal(err)
 	}
 	return pins
-}
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
 }
 
 // policyPins returns the pins of server bank in a policy file.
@@ -414,7 +396,7 @@ func testPagination(t *testing.T, parent *world) {
 	direct := start(t, w.fixture("BANK_FIXTURE_PAGE_SIZE=1").Command(), nil)
 	proxied := start(t, w.proxy(w.fixture("BANK_FIXTURE_PAGE_SIZE=1")).Command(), nil)
 	checkListed(t, ctx, proxied, allowedTools)
-	first := rawToolsList(t, ctx, proxied, "")
+	first := rawToolsList(t, ctx, proxied)
 	if first.NextCursor == nil || len(first.Tools) != 1 {
 		t.Errorf("first page through the proxy: %d tools, nextCursor %s; want 1 tool and a cursor", len(first.Tools), first.NextCursor)
 	}
@@ -448,48 +430,28 @@ func logLines(st *mcptest.State) []string {
 	return out
 }
 
-type toolsPage struct {
-	Tools      []json.RawMessage `json:"tools"`
-	NextCursor json.RawMessage   `json:"nextCursor"`
-}
-
-// rawToolsList sends tools/list as a raw frame and returns the page.
-func rawToolsList(t *testing.T, ctx context.Context, s *mcptest.Session, cursor string) toolsPage {
-	t.Helper()
-	params := ""
-	if cursor != "" {
-		params = `,"params":{"cursor":` + cursor + `}`
-	}
-	resp, err := s.Raw(ctx, []byte(`{"jsonrpc":"2.0","id":`+s.NextID()+`,"method":"tools/list"`+params+`}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msg struct {
-		Result *toolsPage `json:"result"`
-	}
-	if err := json.Unmarshal(resp, &msg); err != nil || msg.Result == nil {
-		t.Fatalf("tools/list answer %.300s: %v", resp, err)
-	}
-	return *msg.Result
-}
-
 // rawToolDefs returns every tool definition, as raw bytes, over all pages.
 func rawToolDefs(t *testing.T, ctx context.Context, s *mcptest.Session) []string {
 	t.Helper()
-	var defs []string
-	cursor := ""
-	for range 100 {
-		page := rawToolsList(t, ctx, s, cursor)
-		for _, d := range page.Tools {
-			defs = append(defs, string(d))
-		}
-		if page.NextCursor == nil {
-			return defs
-		}
-		cursor = string(page.NextCursor)
+	defs, err := s.ToolDefs(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("tools/list: more than 100 pages")
-	return nil
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = string(d)
+	}
+	return out
+}
+
+// rawToolsList returns the first page of tools/list, sent as a raw frame.
+func rawToolsList(t *testing.T, ctx context.Context, s *mcptest.Session) *mcptest.ToolsPage {
+	t.Helper()
+	page, err := s.ToolsList(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
 }
 
 // filterDefs keeps the definitions whose name is in names.
@@ -645,7 +607,7 @@ func TestE2EMalformedContinues(t *testing.T) {
 		if res, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil || res.IsError {
 			t.Fatalf("after %.40q the session no longer serves list_accounts: %v %v\nstderr:\n%s", bad.line, res, err, s.Stderr())
 		}
-		if page := rawToolsList(t, ctx, s, ""); len(page.Tools) != len(allowedTools) {
+		if page := rawToolsList(t, ctx, s); len(page.Tools) != len(allowedTools) {
 			t.Errorf("after %.40q raw tools/list shows %d tools", bad.line, len(page.Tools))
 		}
 	}
@@ -668,26 +630,6 @@ func (w *world) denials(n int) []string {
 		w.t.Fatalf("%d receipts (%v), want %d", len(names), err, n)
 	}
 	return names
-}
-
-// copyDir copies the receipt files of src into a new directory.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	names, err := mcptest.Receipts(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(src, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
 }
 
 // TestE2EReceiptsTamper drives bankdoor verify against receipts the proxy
@@ -744,8 +686,8 @@ func TestE2EReceiptsTamper(t *testing.T) {
 		}},
 	)
 	for _, c := range cases {
-		dir := copyDir(t, w.receipts)
-		if err := c.apply(dir); err != nil {
+		dir := t.TempDir()
+		if err := errors.Join(mcptest.CopyReceipts(w.receipts, dir), c.apply(dir)); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if code, out := w.verify(dir); code != 1 {

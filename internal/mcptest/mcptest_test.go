@@ -54,6 +54,40 @@ func TestSession(t *testing.T) {
 	t.Run("CloseReapsTheChild", func(t *testing.T) { testClose(t, bin) })
 	t.Run("StartFailureShowsStderr", func(t *testing.T) { testStartFailure(t, bin) })
 	t.Run("RawLineWithNewline", func(t *testing.T) { testRawNewline(t, bin) })
+	t.Run("ToolDefsWalksPages", func(t *testing.T) { testToolDefs(t, bin) })
+}
+
+// testToolDefs lists 5 tools 2 per page and compares them with the
+// SDK client's view.
+func testToolDefs(t *testing.T, bin string) {
+	s, _ := startFixture(t, bin, "BANK_FIXTURE_PAGE_SIZE=2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := s.ToolsList(ctx, nil)
+	if err != nil || len(first.Tools) != 2 || first.NextCursor == nil {
+		t.Fatalf("first page: %+v, %v; want 2 tools and a cursor", first, err)
+	}
+	defs, err := s.ToolDefs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, sdk []string
+	for _, d := range defs {
+		var tool struct{ Name string }
+		if err := json.Unmarshal(d, &tool); err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, tool.Name)
+	}
+	for tool, err := range s.Client().Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdk = append(sdk, tool.Name)
+	}
+	if len(raw) != 5 || !cmp.Equal(raw, sdk) {
+		t.Errorf("ToolDefs names %q, SDK client %q; want the same 5", raw, sdk)
+	}
 }
 
 // testRawAndSDK interleaves SDK calls and raw frames on one stdio session
@@ -217,6 +251,25 @@ func TestReadStateRejects(t *testing.T) {
 		if _, err := ReadState(path); err == nil {
 			t.Errorf("ReadState(%s) accepted %s", name, body)
 		}
+	}
+}
+
+func TestCopyReceipts(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{"000001.json": "a", "000002.json": "b", ".lock": "", "notes.txt": "x"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CopyReceipts(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Receipts(dst)
+	if err != nil || !cmp.Equal(got, []string{"000001.json", "000002.json"}) {
+		t.Errorf("receipts copied: %q, %v", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "000002.json")); string(b) != "b" {
+		t.Errorf("000002.json copied as %q", b)
 	}
 }
 
