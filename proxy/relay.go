@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -108,6 +109,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	go func() { serverDone <- r.serverLoop(ctx) }()
 	select {
 	case err := <-agentDone:
+		r.drain(ctx, serverDone)
 		cerr := r.down.Close()
 		if err != nil {
 			return err
@@ -312,4 +314,35 @@ func (r *Relay) ourID() string {
 	defer r.mu.Unlock()
 	r.nextID++
 	return strconv.Quote("bankdoor-" + strconv.FormatInt(r.nextID, 10))
+}
+
+// drainTimeout bounds how long the relay waits, after the agent closed its
+// input, for answers to requests already sent to the server.
+const drainTimeout = 10 * time.Second
+
+// drain waits until no request sent to the server is open, the server is
+// gone, or drainTimeout passes, so an agent that writes its requests and
+// closes its input still gets every answer.
+func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
+	deadline := time.After(drainTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		open := len(r.pending)
+		r.mu.Unlock()
+		if open == 0 {
+			return
+		}
+		select {
+		case <-serverDone:
+			return
+		case <-deadline:
+			r.log.Warn("agent closed its input; giving up on open requests", "open", open)
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
