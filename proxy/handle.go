@@ -27,8 +27,10 @@ type denial struct {
 func (r *Relay) handleAgent(ctx context.Context, line []byte) {
 	f, dn := parseFrame(line)
 	if dn != nil {
-		var id jsontext.Value
-		if f != nil {
+		// An invalid request is answered even without an id (JSON-RPC 2.0 §5:
+		// the id is null when it could not be detected).
+		id := jsontext.Value(nullJSON)
+		if f != nil && f.id != nil {
 			id = f.id
 		}
 		r.denyFrame(id, line, dn)
@@ -49,7 +51,7 @@ func (r *Relay) handleAgent(ctx context.Context, line []byte) {
 		return
 	}
 	if !jsontext.Value(f.raw).IsValid() {
-		r.denyFrame(f.id, line, &denial{code: codeParseError, rule: "frame.parse",
+		r.denyFrame(orNull(f.id), line, &denial{code: codeParseError, rule: "frame.parse",
 			reason: "message has invalid UTF-8 or a lone surrogate"})
 		return
 	}
@@ -178,8 +180,20 @@ func (r *Relay) notifyAgent(m *jsonrpc.Request, sid jsonrpc.ID) {
 	r.writeAgent(envelope(id, jsonobj.Member{Name: "method", Value: quote(m.Method)}, jsonobj.Member{Name: "params", Value: jsontext.Value(m.Params)}))
 }
 
-// denyFrame records a denial and answers the agent (if the frame had an id
-// or could not be read at all).
+// nullJSON is the id of an answer to a frame whose id could not be read.
+const nullJSON = "null"
+
+// orNull returns id, or null for a frame without one.
+func orNull(id jsontext.Value) jsontext.Value {
+	if id == nil {
+		return jsontext.Value(nullJSON)
+	}
+	return id
+}
+
+// denyFrame records a denial and answers the agent with an error carrying
+// id. A nil id means the frame was a well-formed notification: JSON-RPC
+// never answers those, so the receipt is the only trace.
 func (r *Relay) denyFrame(id jsontext.Value, raw []byte, dn *denial) {
 	if dn.argsSHA256 == "" {
 		sum := sha256.Sum256(raw)
@@ -203,11 +217,8 @@ func (r *Relay) denyFrame(id jsontext.Value, raw []byte, dn *denial) {
 		what = fmt.Sprintf("tools/call %q", dn.tool)
 	}
 	msg := fmt.Sprintf("bankdoor denied %s: %s: %s (receipt %s)", what, dn.rule, dn.reason, rid)
-	if id == nil && dn.code != codeParseError && dn.code != codeInvalidRequest {
-		return // a notification: nothing to answer
-	}
 	if id == nil {
-		id = jsontext.Value("null")
+		return
 	}
 	r.replyError(id, dn.code, msg, map[string]string{"rule": dn.rule, "reason": dn.reason, "receipt": rid})
 }

@@ -149,7 +149,7 @@ func (r *Relay) agentLoop(ctx context.Context, in io.Reader) error {
 		line, err := lr.next()
 		switch {
 		case errors.Is(err, errTooLong):
-			r.denyFrame(nil, nil, &denial{code: codeInvalidRequest, rule: "frame.too_large",
+			r.denyFrame(jsontext.Value(nullJSON), nil, &denial{code: codeInvalidRequest, rule: "frame.too_large",
 				reason: fmt.Sprintf("message is longer than %d bytes", lr.max)})
 			continue
 		case errors.Is(err, io.EOF):

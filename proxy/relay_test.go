@@ -225,8 +225,17 @@ func TestRelaySession(t *testing.T) {
 		t.Errorf("an allowed call with receipts: deny recorded %+v", ev)
 	}
 
+	// Denied notifications leave a receipt and get no answer: the next line
+	// the agent reads must be the answer to the ping after them.
+	_, before = rec.last()
+	a.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"transfer","arguments":{"to":"x","amount":5}}}`)
+	a.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_balances","arguments":{"account":"acc_1"}}}`)
+	a.send(`{"jsonrpc":"2.0","method":"notifications/transfer","params":{}}`)
 	got = a.roundTrip(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
-	mustContain(t, "ping after everything", got, `"id":8`, `"result":{}`)
+	mustContain(t, "ping after denied notifications", got, `"id":8`, `"result":{}`)
+	if _, n := rec.last(); n != before+3 {
+		t.Errorf("denied notifications left %d receipts, want 3", n-before)
+	}
 
 	if err := a.close(); err != nil {
 		t.Errorf("Run = %v, want nil after the agent closed its input", err)

@@ -53,6 +53,9 @@ type Result struct {
 	Reached []mcptest.LogEntry
 	// Moved is the sum of the absolute balance changes, in cents.
 	Moved int64
+	// Answered lists the lines the proxy wrote in answer to a notification
+	// (JSON-RPC never answers one); empty for other attacks.
+	Answered [][]byte
 	// Err is set if the attack could not be run or its outcome not read.
 	Err error
 }
@@ -82,6 +85,9 @@ func (r *Result) Problems() []string {
 	}
 	if r.Moved != 0 {
 		p = append(p, fmt.Sprintf("moved %d cents", r.Moved))
+	}
+	if len(r.Answered) > 0 {
+		p = append(p, "a notification was answered: "+short(bytes.Join(r.Answered, []byte(" | "))))
 	}
 	return p
 }
@@ -216,9 +222,7 @@ func sendNotification(ctx context.Context, t *Target, a Attack, r *Result, recei
 	}
 	r.Rule = rc.Rule
 	r.Message = "no answer expected (notification)"
-	if extra := t.Session.Unsolicited(50 * time.Millisecond); len(extra) > 0 {
-		r.Message = "notification answered anyway: " + short(bytes.Join(extra, []byte(" | ")))
-	}
+	r.Answered = t.Session.Unsolicited(50 * time.Millisecond)
 	return nil
 }
 
