@@ -1,30 +1,42 @@
 package ledger
 
-// API CONTRACT (skeleton written by the lead so that the RPC handler, the
-// proxy's shipper and the verifier can be written in parallel). The ledger
-// helper replaces every body; signatures change only by agreement.
-
 import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
 
 // Error kinds. Every error the Log returns wraps exactly one of them, so the
-// RPC edge can map it to a Connect code with errors.Is.
+// RPC edge can map it to a Connect code with errors.Is. The one exception
+// is Append's context error when ctx ends first: it wraps ctx.Err().
 var (
-	ErrInvalid    = errors.New("invalid receipt")           // malformed, oversized, not canonical, bad signature -> InvalidArgument
-	ErrUnknownKey = errors.New("agent key is not enrolled") // -> PermissionDenied
+	ErrInvalid    = errors.New("invalid receipt")                           // malformed, oversized, not canonical, bad signature -> InvalidArgument
+	ErrUnknownKey = errors.New("agent key is not enrolled")                 // -> PermissionDenied
 	ErrChain      = errors.New("receipt does not extend the agent's chain") // -> FailedPrecondition
-	ErrNotFound   = errors.New("not found")                 // -> NotFound
-	ErrRange      = errors.New("out of range")              // -> OutOfRange / InvalidArgument
-	ErrClosed     = errors.New("ledger is closed")          // -> Unavailable
+	ErrNotFound   = errors.New("not found")                                 // -> NotFound
+	ErrRange      = errors.New("out of range")                              // -> OutOfRange / InvalidArgument
+	ErrClosed     = errors.New("ledger is closed")                          // -> Unavailable
+	ErrStorage    = errors.New("ledger storage failed")                     // disk or file trouble; run bankdoor ledger fsck -> Internal
 )
 
-// Agents resolves a receipt key_id to an enrolled agent's public key.
+// DefaultMaxBatch is the number of receipts one group commit holds when
+// Options.MaxBatch is 0.
+const DefaultMaxBatch = 4096
+
+// MaxEntries is the most receipts one Entries call returns.
+const MaxEntries = 1024
+
+// Agents resolves a receipt key_id to an enrolled agent's public key. It
+// must be safe for concurrent use.
 type Agents interface {
 	Lookup(keyID string) (ed25519.PublicKey, bool)
 }
@@ -34,7 +46,7 @@ type Options struct {
 	Origin   string      // checkpoint origin line; must match Signer's name
 	Signer   note.Signer // signs checkpoints (Ed25519 note key)
 	Agents   Agents      // enrolled agents; Append refuses others
-	MaxBatch int         // receipts per group commit; 0 means the default
+	MaxBatch int         // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
 	Logger   *slog.Logger
 }
 
@@ -45,43 +57,264 @@ type Head struct {
 	Index  uint64   // its leaf index
 }
 
-// Log is an append-only Merkle log of receipts in one bbolt file.
-type Log struct{}
+// Log is an append-only Merkle log of receipts in one bbolt file. Its
+// methods are safe for concurrent use. All writes go through one committer
+// goroutine that groups concurrent Append requests into one durable
+// transaction and signs one checkpoint per transaction.
+type Log struct {
+	store    store.Store
+	path     string
+	opts     Options
+	logger   *slog.Logger
+	maxBatch int
 
-// Open opens or creates the log at path.
-func Open(path string, opts Options) (*Log, error) { return nil, errors.New("ledger: not implemented yet") }
+	// closeMu orders Append's send on reqs before Close's close(reqs).
+	closeMu sync.RWMutex
+	closed  bool
+	reqs    chan *request
+	done    chan struct{} // closed when the committer has returned
 
-// Close waits for in-flight batches, then closes the file.
-func (l *Log) Close() error { return nil }
+	// mu guards the published checkpoint and the channel Watch waits on.
+	mu      sync.Mutex
+	cp      published
+	changed chan struct{} // closed and replaced on each new checkpoint
+	stopped bool          // set by Close once the last checkpoint is published
 
-// Append verifies and stores receipts in order and returns their leaf
-// indexes once they are durable. Either all are stored or none; the error
-// names the position in the batch and the receipt's seq.
-func (l *Log) Append(ctx context.Context, receipts [][]byte) ([]uint64, error) {
-	return nil, ErrClosed
+	// Owned by the committer goroutine after Open.
+	rng  *compact.Range
+	size uint64
 }
 
-// Checkpoint returns the latest signed checkpoint note (with cosignatures).
-func (l *Log) Checkpoint() []byte { return nil }
+// published is a signed checkpoint and the size it commits to.
+type published struct {
+	note []byte
+	size uint64
+}
+
+var hasher = rfc6962.DefaultHasher
+
+func rangeFactory() *compact.RangeFactory {
+	return &compact.RangeFactory{Hash: hasher.HashChildren}
+}
+
+// Open opens or creates the log at path. It refuses a file made with a
+// different origin or an unknown storage format version, and a file whose
+// stored nodes do not match its checkpoint (run Fsck to find out why). If
+// another process has the file open, Open fails after about a second.
+func Open(path string, opts Options) (*Log, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
+	s, err := store.OpenBolt(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	l, err := open(s, path, opts)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func checkOptions(opts Options) error {
+	switch {
+	case opts.Signer == nil:
+		return errors.New("ledger: Options.Signer is nil; load the log key with LoadSigner")
+	case opts.Agents == nil:
+		return errors.New("ledger: Options.Agents is nil; give the enrolled agent keys")
+	case opts.Origin == "":
+		return errors.New("ledger: Options.Origin is empty; set --origin")
+	case opts.Origin != opts.Signer.Name():
+		return fmt.Errorf("ledger: origin %q does not match the log key's name %q; use the key made with bankdoor ledger keygen --origin %q",
+			opts.Origin, opts.Signer.Name(), opts.Origin)
+	case opts.MaxBatch < 0:
+		return fmt.Errorf("ledger: Options.MaxBatch is %d; want 0 (default %d) or more", opts.MaxBatch, DefaultMaxBatch)
+	}
+	return nil
+}
+
+// open prepares the store and starts the committer.
+func open(s store.Store, path string, opts Options) (*Log, error) {
+	l := &Log{
+		store:    s,
+		path:     path,
+		opts:     opts,
+		logger:   opts.Logger,
+		maxBatch: opts.MaxBatch,
+		reqs:     make(chan *request, 256),
+		done:     make(chan struct{}),
+		changed:  make(chan struct{}),
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
+	}
+	if l.maxBatch == 0 {
+		l.maxBatch = DefaultMaxBatch
+	}
+	if err := s.Update(l.load); err != nil {
+		return nil, err
+	}
+	go l.commitLoop()
+	return l, nil
+}
+
+// load initialises an empty store, or checks an existing one and reads
+// its tree state.
+func (l *Log) load(tx store.Tx) error {
+	version, err := tx.Meta(store.MetaVersion)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+	}
+	if version == nil {
+		return l.create(tx)
+	}
+	if string(version) != store.Version {
+		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads version %q, upgrade it",
+			ErrStorage, l.path, version, store.Version)
+	}
+	origin, err := tx.Meta(store.MetaOrigin)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+	}
+	if string(origin) != l.opts.Origin {
+		return fmt.Errorf("%w: %s is the log with origin %q, not %q; pass --origin %q with its key, or another --db",
+			ErrStorage, l.path, origin, l.opts.Origin, origin)
+	}
+	st, err := readState(tx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w; run bankdoor ledger fsck", ErrStorage, l.path, err)
+	}
+	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
+	return nil
+}
+
+// create writes the meta of a new, empty log and its first checkpoint.
+func (l *Log) create(tx store.Tx) error {
+	cp, err := signCheckpoint(l.opts.Signer, l.opts.Origin, 0, hasher.EmptyRoot())
+	if err != nil {
+		return err
+	}
+	for _, kv := range []struct {
+		k string
+		v []byte
+	}{
+		{store.MetaVersion, []byte(store.Version)},
+		{store.MetaOrigin, []byte(l.opts.Origin)},
+		{store.MetaSize, store.IndexKey(0)},
+		{store.MetaCheckpoint, cp},
+	} {
+		if err := tx.SetMeta(kv.k, kv.v); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+		}
+	}
+	l.rng, l.size, l.cp = rangeFactory().NewEmptyRange(0), 0, published{note: cp, size: 0}
+	return nil
+}
+
+// Close waits for in-flight batches, then closes the file. Appends after
+// Close fail with ErrClosed; Watch channels are closed.
+func (l *Log) Close() error {
+	l.closeMu.Lock()
+	if l.closed {
+		l.closeMu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.reqs)
+	l.closeMu.Unlock()
+	<-l.done
+	l.mu.Lock()
+	l.stopped = true
+	close(l.changed)
+	l.mu.Unlock()
+	return l.store.Close()
+}
+
+// Checkpoint returns the latest signed checkpoint note.
+func (l *Log) Checkpoint() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.cp.note...)
+}
 
 // Size returns the size of the latest checkpoint.
-func (l *Log) Size() uint64 { return 0 }
+func (l *Log) Size() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cp.size
+}
 
-// LeafIndex returns the index of the leaf with the RFC 6962 leaf hash.
-func (l *Log) LeafIndex(leafHash []byte) (uint64, error) { return 0, ErrNotFound }
-
-// InclusionProof returns the audit path of leaf index in the tree of size.
-func (l *Log) InclusionProof(index, size uint64) ([][]byte, error) { return nil, ErrRange }
-
-// ConsistencyProof proves the tree of size from is a prefix of size to.
-func (l *Log) ConsistencyProof(from, to uint64) ([][]byte, error) { return nil, ErrRange }
-
-// Entries returns up to count receipt files from index start.
-func (l *Log) Entries(start, count uint64) ([][]byte, error) { return nil, ErrRange }
+// publish makes cp the latest checkpoint and wakes the watchers.
+func (l *Log) publish(cp published) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cp = cp
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
 
 // Head returns the agent's head; ok is false if the log has none.
-func (l *Log) Head(keyID string) (h Head, ok bool, err error) { return Head{}, false, nil }
+func (l *Log) Head(keyID string) (h Head, ok bool, err error) {
+	err = l.view(func(tx store.Tx) error {
+		sh, found, err := tx.Head(keyID)
+		h, ok = Head(sh), found
+		return err
+	})
+	return h, ok, err
+}
+
+// view runs fn on a snapshot, mapping store failures to ErrStorage.
+func (l *Log) view(fn func(store.Tx) error) error {
+	err := l.store.View(fn)
+	if err != nil && !isKind(err) {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+	}
+	return err
+}
+
+// isKind reports whether err already wraps one of the error kinds.
+func isKind(err error) bool {
+	for _, k := range []error{ErrInvalid, ErrUnknownKey, ErrChain, ErrNotFound, ErrRange, ErrClosed, ErrStorage} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
 
 // Watch returns a channel that receives the latest checkpoint, then every
-// new one, until ctx is done. A slow reader skips to the newest.
-func (l *Log) Watch(ctx context.Context) <-chan []byte { return nil }
+// new one, until ctx is done or the log is closed; then it is closed. A
+// slow reader skips to the newest: the channel holds at most one note, and
+// the committer never waits for a reader.
+func (l *Log) Watch(ctx context.Context) <-chan []byte {
+	out := make(chan []byte, 1)
+	go l.watch(ctx, out)
+	return out
+}
+
+func (l *Log) watch(ctx context.Context, out chan []byte) {
+	defer close(out)
+	var last []byte
+	for {
+		l.mu.Lock()
+		cp, changed, stopped := l.cp.note, l.changed, l.stopped
+		l.mu.Unlock()
+		if string(cp) != string(last) {
+			select { // drop the unread older note, if any
+			case <-out:
+			default:
+			}
+			out <- append([]byte(nil), cp...) // never blocks: this goroutine is the only sender
+			last = cp
+		}
+		if stopped {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}

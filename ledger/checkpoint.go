@@ -1,0 +1,125 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+)
+
+// signCheckpoint returns the C2SP tlog-checkpoint note for a tree of size
+// with root hash root, signed by s.
+//
+// SPEC: https://c2sp.org/tlog-checkpoint
+func signCheckpoint(s note.Signer, origin string, size uint64, root []byte) ([]byte, error) {
+	text := log.Checkpoint{Origin: origin, Size: size, Hash: root}.Marshal()
+	b, err := note.Sign(&note.Note{Text: string(text)}, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sign checkpoint: %w", ErrStorage, err)
+	}
+	return b, nil
+}
+
+// checkpointBody parses the unverified body of a stored checkpoint note:
+// the text before the blank line that starts the signatures.
+func checkpointBody(n []byte) (log.Checkpoint, error) {
+	text, _, ok := bytes.Cut(n, []byte("\n\n"))
+	if !ok {
+		return log.Checkpoint{}, fmt.Errorf("stored checkpoint is not a signed note (no blank line)")
+	}
+	var cp log.Checkpoint
+	if _, err := cp.Unmarshal(append(text, '\n')); err != nil {
+		return log.Checkpoint{}, fmt.Errorf("stored checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+// treeState is the committed tree as a store holds it.
+type treeState struct {
+	size uint64
+	note []byte
+	rng  *compact.Range // [0, size)
+}
+
+// readState reads the committed size and checkpoint and rebuilds the
+// compact range [0, size) from the stored nodes. It checks that the range's
+// root is the checkpoint's root.
+func readState(tx store.Tx) (treeState, error) {
+	b, err := tx.Meta(store.MetaSize)
+	if err != nil {
+		return treeState{}, err
+	}
+	size, err := store.ParseIndex(b)
+	if err != nil {
+		return treeState{}, fmt.Errorf("meta %q: %w", store.MetaSize, err)
+	}
+	n, err := tx.Meta(store.MetaCheckpoint)
+	if err != nil {
+		return treeState{}, err
+	}
+	cp, err := checkpointBody(n)
+	if err != nil {
+		return treeState{}, err
+	}
+	rng, err := loadRange(tx, size)
+	if err != nil {
+		return treeState{}, err
+	}
+	root, err := rootOf(rng)
+	if err != nil {
+		return treeState{}, err
+	}
+	if cp.Size != size || !bytes.Equal(cp.Hash, root) {
+		return treeState{}, fmt.Errorf("stored checkpoint (size %d, root %x) does not match the stored tree (size %d, root %x)",
+			cp.Size, cp.Hash, size, root)
+	}
+	return treeState{size: size, note: n, rng: rng}, nil
+}
+
+// loadRange rebuilds the compact range [0, size) from stored nodes.
+func loadRange(tx store.Tx, size uint64) (*compact.Range, error) {
+	ids := compact.RangeNodes(0, size, nil)
+	hashes, err := nodeHashes(tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return rangeFactory().NewRange(0, size, hashes)
+}
+
+// rootOf returns the RFC 6962 root of a range starting at 0.
+func rootOf(rng *compact.Range) ([]byte, error) {
+	if rng.End() == 0 {
+		return hasher.EmptyRoot(), nil
+	}
+	return rng.GetRootHash(nil)
+}
+
+// nodeHashes fetches the hashes of ids, which must all be stored.
+func nodeHashes(tx store.Tx, ids []compact.NodeID) ([][]byte, error) {
+	hashes := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, err := tx.Node(id)
+		if err != nil {
+			return nil, err
+		}
+		if len(h) != hasher.Size() {
+			return nil, fmt.Errorf("node (level %d, index %d) is missing or not %d bytes", id.Level, id.Index, hasher.Size())
+		}
+		hashes[i] = h
+	}
+	return hashes, nil
+}
+
+// cloneRange copies r, so a failed commit leaves the committer's range as
+// it was.
+func cloneRange(r *compact.Range) (*compact.Range, error) {
+	hashes := make([][]byte, 0, len(r.Hashes()))
+	for _, h := range r.Hashes() {
+		hashes = append(hashes, bytes.Clone(h))
+	}
+	return rangeFactory().NewRange(r.Begin(), r.End(), hashes)
+}

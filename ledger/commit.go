@@ -1,0 +1,230 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+)
+
+// commitLoop is the committer: it takes the queued requests, up to
+// maxBatch receipts at a time, and commits each group in one durable
+// transaction with one signed checkpoint. It returns when reqs is closed
+// and drained.
+func (l *Log) commitLoop() {
+	defer close(l.done)
+	var next *request
+	for {
+		if next == nil {
+			r, ok := <-l.reqs
+			if !ok {
+				return
+			}
+			next = r
+		}
+		batch := []*request{next}
+		n := len(next.items)
+		next = nil
+	fill:
+		for n < l.maxBatch {
+			select {
+			case r, ok := <-l.reqs:
+				if !ok {
+					break fill
+				}
+				if n+len(r.items) > l.maxBatch {
+					next = r
+					break fill
+				}
+				batch = append(batch, r)
+				n += len(r.items)
+			default:
+				break fill
+			}
+		}
+		l.commit(batch)
+	}
+}
+
+// commit stores the requests of batch that extend their chains, in one
+// transaction, and answers every request once it is durable.
+func (l *Log) commit(batch []*request) {
+	b := &batchState{size: l.size, heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
+	results := make([]result, len(batch))
+	var st treeState
+	err := l.store.Update(func(tx store.Tx) error {
+		b.tx = tx
+		for i, r := range batch {
+			results[i] = b.apply(r)
+			if errors.Is(results[i].err, ErrStorage) {
+				return results[i].err // the whole batch fails
+			}
+		}
+		if len(b.added) == 0 {
+			return errNothingNew
+		}
+		var err error
+		st, err = l.write(tx, b)
+		return err
+	})
+	switch {
+	case errors.Is(err, errNothingNew):
+	case err != nil:
+		l.logger.Error("ledger commit failed", "file", l.path, "receipts", len(b.added), "err", err)
+		if !isKind(err) {
+			err = fmt.Errorf("%w: %s: commit: %w", ErrStorage, l.path, err)
+		}
+		for i := range results {
+			if results[i].err == nil {
+				results[i] = result{err: err}
+			}
+		}
+	default:
+		l.rng, l.size = st.rng, st.size
+		l.publish(published{note: st.note, size: st.size})
+	}
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// write stores the accepted receipts of b, their nodes and the agents'
+// new heads, and signs and stores the new checkpoint.
+func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
+	rng, err := cloneRange(l.rng)
+	if err != nil {
+		return treeState{}, err
+	}
+	var putErr error
+	visit := func(id compact.NodeID, h []byte) {
+		if putErr == nil {
+			putErr = tx.PutNode(id, h)
+		}
+	}
+	for i, it := range b.added {
+		idx := l.size + uint64(i)
+		if err := tx.PutEntry(idx, it.data); err != nil {
+			return treeState{}, err
+		}
+		if err := tx.PutLeafIndex(it.leaf[:], idx); err != nil {
+			return treeState{}, err
+		}
+		if err := rng.Append(it.leaf[:], visit); err != nil {
+			return treeState{}, err
+		}
+	}
+	if putErr != nil {
+		return treeState{}, putErr
+	}
+	for k, h := range b.heads {
+		if err := tx.PutHead(k, store.Head(h)); err != nil {
+			return treeState{}, err
+		}
+	}
+	return l.writeCheckpoint(tx, rng)
+}
+
+// writeCheckpoint signs and stores the checkpoint for rng.
+func (l *Log) writeCheckpoint(tx store.Tx, rng *compact.Range) (treeState, error) {
+	root, err := rootOf(rng)
+	if err != nil {
+		return treeState{}, err
+	}
+	cp, err := signCheckpoint(l.opts.Signer, l.opts.Origin, rng.End(), root)
+	if err != nil {
+		return treeState{}, err
+	}
+	if err := tx.SetMeta(store.MetaSize, store.IndexKey(rng.End())); err != nil {
+		return treeState{}, err
+	}
+	if err := tx.SetMeta(store.MetaCheckpoint, cp); err != nil {
+		return treeState{}, err
+	}
+	return treeState{size: rng.End(), note: cp, rng: rng}, nil
+}
+
+// batchState is what the requests of one batch accepted so far add to
+// the stored log.
+type batchState struct {
+	tx     store.Tx
+	size   uint64 // stored size before the batch
+	added  []item
+	heads  map[string]Head
+	leaves map[[32]byte]uint64
+}
+
+// apply checks req against the log as the earlier requests of the batch
+// leave it, and keeps its receipts only if every one passes.
+func (b *batchState) apply(req *request) result {
+	staged := &batchState{tx: b.tx, size: b.size + uint64(len(b.added)),
+		heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
+	indexes := make([]uint64, len(req.items))
+	for i, it := range req.items {
+		idx, err := b.place(staged, it)
+		if err != nil {
+			return result{err: err}
+		}
+		indexes[i] = idx
+	}
+	b.added = append(b.added, staged.added...)
+	for k, h := range staged.heads {
+		b.heads[k] = h
+	}
+	for k, v := range staged.leaves {
+		b.leaves[k] = v
+	}
+	return result{indexes: indexes}
+}
+
+// place returns it's existing index if the log holds it, or stages it in
+// s if it extends its agent's chain.
+func (b *batchState) place(s *batchState, it item) (uint64, error) {
+	idx, found, err := b.leafIndex(s, it.leaf)
+	if err != nil || found {
+		return idx, err
+	}
+	head, found, err := b.head(s, it.keyID)
+	if err != nil {
+		return 0, err
+	}
+	if err := chainError(it, head, found); err != nil {
+		return 0, err
+	}
+	idx = s.size + uint64(len(s.added))
+	s.added = append(s.added, it)
+	s.heads[it.keyID] = Head{Seq: it.seq, SHA256: it.sha, Index: idx}
+	s.leaves[it.leaf] = idx
+	return idx, nil
+}
+
+// leafIndex looks up a leaf hash in s, then the batch, then the store.
+func (b *batchState) leafIndex(s *batchState, leaf [32]byte) (uint64, bool, error) {
+	if i, ok := s.leaves[leaf]; ok {
+		return i, true, nil
+	}
+	if i, ok := b.leaves[leaf]; ok {
+		return i, true, nil
+	}
+	i, ok, err := b.tx.LeafIndex(leaf[:])
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: read leaf index: %w", ErrStorage, err)
+	}
+	return i, ok, nil
+}
+
+// head looks up an agent's head in s, then the batch, then the store.
+func (b *batchState) head(s *batchState, keyID string) (Head, bool, error) {
+	if h, ok := s.heads[keyID]; ok {
+		return h, true, nil
+	}
+	if h, ok := b.heads[keyID]; ok {
+		return h, true, nil
+	}
+	h, ok, err := b.tx.Head(keyID)
+	if err != nil {
+		return Head{}, false, fmt.Errorf("%w: read head of %s: %w", ErrStorage, keyID, err)
+	}
+	return Head(h), ok, nil
+}

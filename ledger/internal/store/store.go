@@ -1,0 +1,142 @@
+// Package store is the ledger's storage: a narrow, transactional
+// key-value interface (Store, Tx) that the ledger's Merkle log is written
+// against, a bbolt backend (OpenBolt), and TestStorage, the suite every
+// backend must pass.
+//
+// # Layout
+//
+// A store holds five keyspaces. Integers are unsigned 64-bit big-endian, so
+// byte order is numeric order.
+//
+//	entries  key: leaf index (8 bytes)            value: the receipt file's bytes (1..receipt.MaxSize)
+//	leaves   key: RFC 6962 leaf hash (32 bytes)    value: leaf index (8 bytes)
+//	nodes    key: level (1 byte) || index (8 bytes) value: 32-byte hash of that complete subtree
+//	heads    key: agent key_id (ASCII)            value: seq (8) || receipt SHA-256 (32) || leaf index (8)
+//	meta     key: name (ASCII)                    value: see the Meta* constants
+//
+// Node (level, index) is the root of the perfect subtree over leaves
+// [index·2^level, (index+1)·2^level); level 0 nodes are the leaf hashes.
+// The store keeps every complete node, none of the ephemeral ones.
+//
+// # Versioning
+//
+// Meta key "version" holds the decimal ASCII format version, today "1".
+// A reader refuses a store whose version it does not know: any change to
+// a key or value encoding above takes a new version.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// Version is the storage format version written to meta key "version".
+const Version = "1"
+
+// Meta keys.
+const (
+	MetaVersion    = "version"    // decimal ASCII, Version
+	MetaOrigin     = "origin"     // the checkpoint origin line the log was created with
+	MetaSize       = "size"       // tree size, 8 bytes big-endian
+	MetaCheckpoint = "checkpoint" // the latest signed checkpoint note, as served
+)
+
+// ErrReadOnly is returned by a write in a View transaction or in a store
+// opened read-only.
+var ErrReadOnly = errors.New("store is read-only")
+
+// Head is the latest receipt of one agent key.
+type Head struct {
+	Seq    uint64
+	SHA256 [32]byte
+	Index  uint64
+}
+
+// A Store runs closure transactions. Update makes fn's writes durable
+// (synced to stable storage) before it returns nil; if fn returns an
+// error, or the commit fails, nothing fn wrote is kept. View runs fn on a
+// consistent snapshot. Stores are safe for concurrent use; a backend may
+// serialise Update calls.
+type Store interface {
+	View(fn func(Tx) error) error
+	Update(fn func(Tx) error) error
+	Close() error
+}
+
+// Tx reads and writes one transaction. Slices returned by getters belong
+// to the caller; slices passed to ForEach callbacks are valid only during
+// the call. Getters return a nil slice or ok == false for a missing key.
+type Tx interface {
+	Meta(key string) ([]byte, error)
+	SetMeta(key string, value []byte) error
+
+	Entry(index uint64) ([]byte, error)
+	PutEntry(index uint64, data []byte) error
+	// ForEachEntry calls fn for each entry from index start on, in order,
+	// until fn returns an error.
+	ForEachEntry(start uint64, fn func(index uint64, data []byte) error) error
+
+	LeafIndex(leafHash []byte) (index uint64, ok bool, err error)
+	PutLeafIndex(leafHash []byte, index uint64) error
+	ForEachLeaf(fn func(leafHash []byte, index uint64) error) error
+
+	Node(id compact.NodeID) ([]byte, error)
+	PutNode(id compact.NodeID, hash []byte) error
+	ForEachNode(fn func(id compact.NodeID, hash []byte) error) error
+
+	Head(keyID string) (h Head, ok bool, err error)
+	PutHead(keyID string, h Head) error
+	ForEachHead(fn func(keyID string, h Head) error) error
+}
+
+// Encodings shared by backends that store bytes under byte keys.
+
+// IndexKey encodes a leaf index.
+func IndexKey(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
+
+// ParseIndex decodes IndexKey's output.
+func ParseIndex(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("index is %d bytes, want 8", len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// NodeKey encodes a node ID as level || index.
+func NodeKey(id compact.NodeID) []byte {
+	return binary.BigEndian.AppendUint64([]byte{byte(id.Level)}, id.Index)
+}
+
+// ParseNodeKey decodes NodeKey's output.
+func ParseNodeKey(b []byte) (compact.NodeID, error) {
+	if len(b) != 9 || b[0] > 63 {
+		return compact.NodeID{}, fmt.Errorf("node key %x is not level (0..63) || 8-byte index", b)
+	}
+	return compact.NewNodeID(uint(b[0]), binary.BigEndian.Uint64(b[1:])), nil
+}
+
+// headSize is the encoded size of a Head.
+const headSize = 8 + 32 + 8
+
+// EncodeHead encodes h as seq || sha256 || index.
+func EncodeHead(h Head) []byte {
+	b := make([]byte, 0, headSize)
+	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	b = append(b, h.SHA256[:]...)
+	return binary.BigEndian.AppendUint64(b, h.Index)
+}
+
+// ParseHead decodes EncodeHead's output.
+func ParseHead(b []byte) (Head, error) {
+	if len(b) != headSize {
+		return Head{}, fmt.Errorf("head is %d bytes, want %d", len(b), headSize)
+	}
+	var h Head
+	h.Seq = binary.BigEndian.Uint64(b)
+	copy(h.SHA256[:], b[8:40])
+	h.Index = binary.BigEndian.Uint64(b[40:])
+	return h, nil
+}

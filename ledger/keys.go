@@ -1,0 +1,150 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Log key files. The signer key file holds one line, the note signer key
+// ("PRIVATE+KEY+<origin>+<key hash>+<base64 key>", golang.org/x/mod/sumdb/note),
+// mode 0600; FILE.vkey beside it holds the verifier key
+// ("<origin>+<key hash>+<base64 key>") that auditors and witnesses use,
+// mode 0644.
+const (
+	VerifierKeySuffix = ".vkey"
+	maxKeyFile        = 4 << 10
+)
+
+// GenerateKey returns a new Ed25519 note signer key and its verifier key,
+// named origin: the checkpoint origin line and the key name are the same
+// string.
+func GenerateKey(origin string) (skey, vkey string, err error) {
+	skey, vkey, err = note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		return "", "", fmt.Errorf("generate log key for origin %q: %w (an origin is non-empty and has no spaces or '+')", origin, err)
+	}
+	return skey, vkey, nil
+}
+
+// VerifierKey returns the verifier key of the Ed25519 signer key skey.
+func VerifierKey(skey string) (string, error) {
+	if _, err := note.NewSigner(skey); err != nil {
+		return "", fmt.Errorf("log key: %w", err)
+	}
+	parts := strings.Split(skey, "+") // PRIVATE, KEY, name, hash, key; checked by NewSigner
+	key, err := base64.StdEncoding.DecodeString(parts[4])
+	if err != nil || len(key) != 1+ed25519.SeedSize || key[0] != 1 {
+		return "", errors.New("log key: not an Ed25519 note key")
+	}
+	pub := ed25519.NewKeyFromSeed(key[1:]).Public().(ed25519.PublicKey)
+	return note.NewEd25519VerifierKey(parts[2], pub)
+}
+
+// WriteKey writes the signer key skey to path (mode 0600) and its
+// verifier key to path+".vkey" (mode 0644), each through a synced
+// temporary file renamed into place, so a crash leaves the old file or the
+// new one. It refuses to replace an existing path.
+func WriteKey(path, skey string) error {
+	vkey, err := VerifierKey(skey)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s already exists; remove it or choose another --out", path)
+	}
+	if err := writeAtomic(path, []byte(skey+"\n"), 0o600); err != nil {
+		return err
+	}
+	return writeAtomic(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644)
+}
+
+// LoadSigner reads the signer key file at path. It refuses a file that
+// group or others may read, as ssh does with private keys.
+func LoadSigner(path string) (note.Signer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open log key: %w (create one with bankdoor ledger keygen)", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("log key %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("log key %s: not a regular file", path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("log key %s has mode %04o, which lets group or others read it; run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read log key %s: %w", path, err)
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("log key %s: larger than %d bytes, not a note signer key", path, maxKeyFile)
+	}
+	s, err := note.NewSigner(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return nil, fmt.Errorf("log key %s: %w; want the PRIVATE+KEY+... line bankdoor ledger keygen writes", path, err)
+	}
+	return s, nil
+}
+
+// LoadVerifier parses a verifier key string ("<origin>+<hash>+<key>"), as
+// printed by bankdoor ledger keygen and stored in FILE.vkey. Surrounding
+// white space is ignored.
+func LoadVerifier(vkey string) (note.Verifier, error) {
+	v, err := note.NewVerifier(strings.TrimSpace(vkey))
+	if err != nil {
+		return nil, fmt.Errorf("log verifier key: %w; want the <origin>+<hash>+<key> line of the .vkey file", err)
+	}
+	return v, nil
+}
+
+// writeAtomic writes path through a synced temporary file and a rename,
+// then syncs the directory.
+func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,138 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/proof"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+)
+
+// LeafIndex returns the index of the leaf with the RFC 6962 leaf hash
+// (SHA-256 of 0x00 || receipt file). It is ErrNotFound if the log holds
+// no such leaf and ErrInvalid if leafHash is not 32 bytes.
+func (l *Log) LeafIndex(leafHash []byte) (uint64, error) {
+	if len(leafHash) != hasher.Size() {
+		return 0, fmt.Errorf("%w: leaf hash is %d bytes, want %d", ErrInvalid, len(leafHash), hasher.Size())
+	}
+	var idx uint64
+	err := l.view(func(tx store.Tx) error {
+		i, ok, err := tx.LeafIndex(leafHash)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: no leaf with hash %x in the log", ErrNotFound, leafHash)
+		}
+		idx = i
+		return nil
+	})
+	return idx, err
+}
+
+// InclusionProof returns the RFC 6962 audit path of leaf index in the
+// tree of size, for any size from 1 to the current one. Its cost is
+// O(log size) node reads. It is ErrRange unless index < size <= Size().
+func (l *Log) InclusionProof(index, size uint64) ([][]byte, error) {
+	var hashes [][]byte
+	err := l.view(func(tx store.Tx) error {
+		cur, err := storedSize(tx)
+		if err != nil {
+			return err
+		}
+		if size > cur || index >= size {
+			return fmt.Errorf("%w: inclusion proof of leaf %d in tree size %d: want index < tree size <= %d, the log's size",
+				ErrRange, index, size, cur)
+		}
+		nodes, err := proof.Inclusion(index, size)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrRange, err)
+		}
+		hashes, err = rehash(tx, nodes)
+		return err
+	})
+	return hashes, err
+}
+
+// ConsistencyProof proves the tree of size from is a prefix of size to
+// (RFC 6962 section 2.1.2). It is ErrRange unless from <= to <= Size().
+// The proof is empty when from is 0 or equals to.
+func (l *Log) ConsistencyProof(from, to uint64) ([][]byte, error) {
+	var hashes [][]byte
+	err := l.view(func(tx store.Tx) error {
+		cur, err := storedSize(tx)
+		if err != nil {
+			return err
+		}
+		if from > to || to > cur {
+			return fmt.Errorf("%w: consistency proof from tree size %d to %d: want from <= to <= %d, the log's size",
+				ErrRange, from, to, cur)
+		}
+		nodes, err := proof.Consistency(from, to)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrRange, err)
+		}
+		hashes, err = rehash(tx, nodes)
+		return err
+	})
+	return hashes, err
+}
+
+// rehash fetches the nodes a proof needs and folds the ephemeral ones.
+func rehash(tx store.Tx, nodes proof.Nodes) ([][]byte, error) {
+	hashes, err := nodeHashes(tx, nodes.IDs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w; run bankdoor ledger fsck", ErrStorage, err)
+	}
+	return nodes.Rehash(hashes, hasher.HashChildren)
+}
+
+// Entries returns up to count receipt files from index start, at most
+// MaxEntries and never past the log's size. It is ErrRange if count is 0
+// or start is not below Size().
+func (l *Log) Entries(start, count uint64) ([][]byte, error) {
+	var out [][]byte
+	err := l.view(func(tx store.Tx) error {
+		cur, err := storedSize(tx)
+		if err != nil {
+			return err
+		}
+		if count == 0 || start >= cur {
+			return fmt.Errorf("%w: entries from %d, count %d: want count > 0 and start < %d, the log's size",
+				ErrRange, start, count, cur)
+		}
+		n := min(count, MaxEntries, cur-start)
+		out = make([][]byte, 0, n)
+		err = tx.ForEachEntry(start, func(i uint64, data []byte) error {
+			if i != start+uint64(len(out)) {
+				return errStop // a gap: reported below
+			}
+			out = append(out, append([]byte(nil), data...))
+			if uint64(len(out)) == n {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return err
+		}
+		if uint64(len(out)) != n {
+			return fmt.Errorf("%w: entry %d is missing; run bankdoor ledger fsck", ErrStorage, start+uint64(len(out)))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// errStop ends a ForEach early.
+var errStop = errors.New("stop")
+
+// storedSize reads the committed tree size.
+func storedSize(tx store.Tx) (uint64, error) {
+	b, err := tx.Meta(store.MetaSize)
+	if err != nil {
+		return 0, err
+	}
+	return store.ParseIndex(b)
+}
