@@ -55,3 +55,19 @@ func TestAppendProveReopen(t *testing.T) {
 		t.Fatalf("size after reopen and append = %d", tl.Size())
 	}
 }
+
+func TestFsckClean(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	for range 10 {
+		tl.mustAppend(t, a.chain(t, 7)...)
+	}
+	tl.Close()
+	rep, err := Fsck(t.Context(), tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != 70 || rep.Agents != 1 {
+		t.Fatalf("report %v", rep)
+	}
+}

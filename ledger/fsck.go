@@ -1,0 +1,224 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+)
+
+// ErrCorrupt is wrapped by the error Fsck returns when the file is
+// inconsistent.
+var ErrCorrupt = errors.New("ledger file is inconsistent")
+
+// FsckReport describes a ledger file that Fsck found consistent (or, with
+// an error, the part it checked before the first inconsistency).
+type FsckReport struct {
+	Path       string
+	Origin     string
+	Size       uint64 // leaves checked
+	Nodes      uint64 // stored tree nodes checked
+	Agents     int    // agent heads checked
+	Root       []byte // RFC 6962 root of the checked tree
+	Checkpoint []byte // the stored signed checkpoint note
+}
+
+func (r *FsckReport) String() string {
+	return fmt.Sprintf("origin %s, size %d, root %x, %d nodes, %d agents", r.Origin, r.Size, r.Root, r.Nodes, r.Agents)
+}
+
+// Fsck checks the ledger file at path without changing it. It opens the
+// file read-only (and so fails while a process holds it open for
+// writing), then recomputes everything derived from the entries: every
+// leaf hash and its leaf-index record, every complete tree node (each must
+// be stored, with no extra ones), every agent's chain (seq 1, 2, ... and
+// prev links, each receipt parsed strictly) and head, and the root and
+// size of the stored checkpoint. Signatures are not checked: Fsck has no
+// keys; verify the checkpoint with the log's .vkey and the receipts with
+// bankdoor verify. The error names the first inconsistency and wraps
+// ErrCorrupt.
+func Fsck(ctx context.Context, path string) (*FsckReport, error) {
+	s, err := store.OpenBolt(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	rep := &FsckReport{Path: path}
+	err = s.View(func(tx store.Tx) error { return fsck(ctx, tx, rep) })
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", path, err)
+	}
+	return rep, nil
+}
+
+func fsck(ctx context.Context, tx store.Tx, rep *FsckReport) error {
+	size, cp, err := fsckMeta(tx, rep)
+	if err != nil {
+		return err
+	}
+	f := &fscker{tx: tx, heads: map[string]Head{}, rng: rangeFactory().NewEmptyRange(0)}
+	err = tx.ForEachEntry(0, func(i uint64, data []byte) error {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return f.entry(i, size, data)
+	})
+	if err != nil {
+		return err
+	}
+	if f.rng.End() != size {
+		return corrupt("meta size is %d but entries stop at %d", size, f.rng.End())
+	}
+	rep.Size, rep.Nodes, rep.Agents = size, f.nodes, len(f.heads)
+	if rep.Root, err = rootOf(f.rng); err != nil {
+		return err
+	}
+	if cp.Size != size || !bytes.Equal(cp.Hash, rep.Root) {
+		return corrupt("stored checkpoint has size %d and root %x; the entries give size %d and root %x",
+			cp.Size, cp.Hash, size, rep.Root)
+	}
+	return f.finish(size)
+}
+
+// fsckMeta checks the meta keyspace and returns the stored size and the
+// parsed checkpoint body.
+func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
+	version, err := tx.Meta(store.MetaVersion)
+	if err != nil {
+		return 0, log.Checkpoint{}, err
+	}
+	if string(version) != store.Version {
+		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks version %q", version, store.Version)
+	}
+	origin, _ := tx.Meta(store.MetaOrigin)
+	rep.Origin = string(origin)
+	b, _ := tx.Meta(store.MetaSize)
+	size, err := store.ParseIndex(b)
+	if err != nil {
+		return 0, log.Checkpoint{}, corrupt("meta %q: %v", store.MetaSize, err)
+	}
+	rep.Checkpoint, _ = tx.Meta(store.MetaCheckpoint)
+	cp, err := checkpointBody(rep.Checkpoint)
+	if err != nil {
+		return 0, log.Checkpoint{}, corrupt("%v", err)
+	}
+	if cp.Origin != rep.Origin {
+		return 0, log.Checkpoint{}, corrupt("stored checkpoint has origin %q, meta says %q", cp.Origin, rep.Origin)
+	}
+	return size, cp, nil
+}
+
+// fscker recomputes the log from its entries.
+type fscker struct {
+	tx    store.Tx
+	rng   *compact.Range
+	heads map[string]Head
+	nodes uint64
+	err   error // first node mismatch
+}
+
+func (f *fscker) entry(i, size uint64, data []byte) error {
+	if i != f.rng.End() {
+		return corrupt("entry %d is missing", f.rng.End())
+	}
+	if i >= size {
+		return corrupt("entry %d is beyond the stored size %d", i, size)
+	}
+	leaf := hasher.HashLeaf(data)
+	switch idx, ok, err := f.tx.LeafIndex(leaf); {
+	case err != nil:
+		return err
+	case !ok:
+		return corrupt("entry %d: its leaf hash %x is not in the leaf index", i, leaf)
+	case idx != i:
+		return corrupt("entry %d: the leaf index maps its leaf hash %x to %d", i, leaf, idx)
+	}
+	if err := f.chain(i, data); err != nil {
+		return err
+	}
+	if err := f.rng.Append(leaf, f.checkNode); err != nil {
+		return err
+	}
+	return f.err
+}
+
+// chain checks that entry i extends its agent's chain.
+func (f *fscker) chain(i uint64, data []byte) error {
+	r, err := receipt.Parse(data)
+	if err != nil {
+		return corrupt("entry %d is not a valid receipt: %v", i, err)
+	}
+	head, found := f.heads[r.KeyID]
+	wantSeq, wantPrev := uint64(1), receipt.FirstPrev
+	if found {
+		wantSeq, wantPrev = head.Seq+1, hex.EncodeToString(head.SHA256[:])
+	}
+	if r.Seq != wantSeq || r.Prev != wantPrev {
+		return corrupt("entry %d (seq %d, key_id %s) does not extend its agent's chain: want seq %d, prev %s",
+			i, r.Seq, r.KeyID, wantSeq, wantPrev)
+	}
+	f.heads[r.KeyID] = Head{Seq: r.Seq, SHA256: receipt.Hash(data), Index: i}
+	return nil
+}
+
+// checkNode compares a recomputed complete node with the stored one.
+func (f *fscker) checkNode(id compact.NodeID, hash []byte) {
+	f.nodes++
+	if f.err != nil {
+		return
+	}
+	stored, err := f.tx.Node(id)
+	switch {
+	case err != nil:
+		f.err = err
+	case stored == nil:
+		f.err = corrupt("node (level %d, index %d) is missing", id.Level, id.Index)
+	case !bytes.Equal(stored, hash):
+		f.err = corrupt("node (level %d, index %d) is %x, want %x", id.Level, id.Index, stored, hash)
+	}
+}
+
+// finish checks that the leaf index, the nodes and the heads hold nothing
+// beyond what the entries give.
+func (f *fscker) finish(size uint64) error {
+	var leaves, nodes uint64
+	if err := f.tx.ForEachLeaf(func([]byte, uint64) error { leaves++; return nil }); err != nil {
+		return err
+	}
+	if leaves != size {
+		return corrupt("the leaf index holds %d hashes for %d entries", leaves, size)
+	}
+	if err := f.tx.ForEachNode(func(compact.NodeID, []byte) error { nodes++; return nil }); err != nil {
+		return err
+	}
+	if nodes != f.nodes {
+		return corrupt("%d nodes are stored, the entries give %d", nodes, f.nodes)
+	}
+	stored := 0
+	err := f.tx.ForEachHead(func(k string, h store.Head) error {
+		stored++
+		if want, ok := f.heads[k]; !ok || want != Head(h) {
+			return corrupt("head of key_id %s is seq %d, index %d; the entries give seq %d, index %d",
+				k, h.Seq, h.Index, want.Seq, want.Index)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if stored != len(f.heads) {
+		return corrupt("%d agent heads are stored, the entries give %d", stored, len(f.heads))
+	}
+	return nil
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}
