@@ -11,6 +11,9 @@
 //	bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
 //	bankdoor proxy --policy P --server S [--receipts DIR] -- CMD ARGS...
 //	bankdoor verify DIR --pub PEM [--policy P]
+//	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
+//	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
+//	bankdoor ledger fsck --db PATH
 //	bankdoor version
 //
 // Exit status: 0 ok or allow, 1 verification failed or runtime error,
@@ -35,6 +38,9 @@ Usage:
     bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
     bankdoor proxy --policy P --server S [--receipts DIR] -- CMD ARGS...
     bankdoor verify DIR --pub PEM [--policy P]
+    bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
+    bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
+    bankdoor ledger fsck --db PATH
     bankdoor version
 
 Run "bankdoor COMMAND -h" for the flags of one command.
@@ -67,6 +73,7 @@ func commands() map[string]command {
 		"decide":  cmdDecide,
 		"proxy":   cmdProxy,
 		"verify":  cmdVerify,
+		"ledger":  cmdLedger,
 		"version": cmdVersion,
 	}
 }

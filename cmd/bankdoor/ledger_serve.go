@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/ledger"
+	"github.com/bankdoor/bankdoor/ledger/rpc"
+)
+
+// shutdownGrace is how long a stopping server waits for calls in flight.
+const shutdownGrace = 30 * time.Second
+
+// serveFlags are the flags of bankdoor ledger serve.
+type serveFlags struct {
+	db, addr, logKey, origin, agents     string
+	tlsCert, tlsKey, clientCA, tokenFile string
+	authReads                            bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.db, "db", "", "the ledger's bbolt file, created if missing (required)")
+	fs.StringVar(&f.addr, "addr", "", "listen on HOST:PORT; port 0 picks a free port (required)")
+	fs.StringVar(&f.logKey, "log-key", "", "the log's note signer key file, from bankdoor ledger keygen (required)")
+	fs.StringVar(&f.origin, "origin", "", "the log's origin; must be the name of the --log-key key (required)")
+	fs.StringVar(&f.agents, "agents", "", "directory of enrolled agents' public keys, one *.pem each; SIGHUP reloads it (required)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate chain (with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fs.StringVar(&f.clientCA, "client-ca", "", "PEM CA certificates; a client certificate they issue authenticates the caller (mTLS; needs --tls-cert)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
+	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for reads too, not only for Append")
+}
+
+// serveConfig is what the flags name, loaded and checked before the
+// ledger is opened.
+type serveConfig struct {
+	signer note.Signer
+	agents *rpc.Directory
+	auth   *rpc.Auth
+	tls    *tls.Config // nil: plain HTTP
+}
+
+func (f *serveFlags) load() (*serveConfig, error) {
+	var c serveConfig
+	var err error
+	if c.signer, err = ledger.LoadSigner(f.logKey); err != nil {
+		return nil, fmt.Errorf("--log-key: %w", err)
+	}
+	if c.signer.Name() != f.origin {
+		return nil, fmt.Errorf("--origin %q is not the name of the --log-key key (%q); pass --origin %q or the key made for this origin",
+			f.origin, c.signer.Name(), c.signer.Name())
+	}
+	if c.agents, err = rpc.LoadDirectory(f.agents); err != nil {
+		return nil, fmt.Errorf("--agents: %w", err)
+	}
+	if c.tls, err = f.loadTLS(); err != nil {
+		return nil, err
+	}
+	if c.auth, err = f.loadAuth(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (f *serveFlags) loadTLS() (*tls.Config, error) {
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together; pass both or neither")
+	}
+	if f.tlsCert == "" {
+		if f.clientCA != "" {
+			return nil, errors.New("--client-ca needs TLS; pass --tls-cert and --tls-key too")
+		}
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if f.clientCA != "" {
+		pem, err := os.ReadFile(f.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %w", err)
+		}
+		c.ClientCAs = x509.NewCertPool()
+		if !c.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca: %s holds no PEM CERTIFICATE block; give the CA certificates that issue client certificates", f.clientCA)
+		}
+		// A certificate presented is always verified; whether one is
+		// needed is up to rpc.Auth, per procedure.
+		c.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return c, nil
+}
+
+func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
+	a := &rpc.Auth{ClientCerts: f.clientCA != "", Reads: f.authReads}
+	if f.tokenFile != "" {
+		tokens, err := rpc.LoadTokens(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		a.Tokens = tokens
+	}
+	if f.authReads && f.tokenFile == "" && f.clientCA == "" {
+		return nil, errors.New("--auth-reads needs a way to authenticate; pass --token-file or --client-ca")
+	}
+	return a, nil
+}
+
+func cmdLedgerServe(e *env, args []string) int {
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
+	var f serveFlags
+	f.register(fs)
+	pos, _, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return fail(e, exitUsage, "ledger serve takes no arguments (got %q); use --db PATH", pos[0])
+	}
+	if !required(e, fs, "db", "addr", "log-key", "origin", "agents") {
+		return exitUsage
+	}
+	// Signals are caught from here on, so none is lost once the ledger
+	// is open.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	cfg, err := f.load()
+	if err != nil {
+		return fail(e, exitUsage, "ledger serve: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	s, err := startLedger(e, logger, &f, cfg)
+	if err != nil {
+		return fail(e, exitFailure, "ledger serve: %v", err)
+	}
+	return s.run(sigs)
+}
+
+// ledgerServer is a running ledger server.
+type ledgerServer struct {
+	logger *slog.Logger
+	agents *rpc.Directory
+	log    *ledger.Log
+	svc    *rpc.Service
+	http   *http.Server
+	done   chan error // Serve's result
+}
+
+func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (*ledgerServer, error) {
+	l, err := ledger.Open(f.db, ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("--addr: %w", err)
+	}
+	s := &ledgerServer{logger: logger, agents: cfg.agents, log: l, svc: rpc.New(l, logger), done: make(chan error, 1)}
+	s.http = newHTTPServer(s.svc, cfg, logger)
+	scheme := "http"
+	if cfg.tls != nil {
+		scheme = "https"
+	}
+	logStart(logger, f, cfg)
+	fmt.Fprintf(e.stderr, "bankdoor ledger: listening on %s://%s\n", scheme, ln.Addr())
+	go func() {
+		if cfg.tls != nil {
+			s.done <- s.http.ServeTLS(ln, "", "")
+		} else {
+			s.done <- s.http.Serve(ln)
+		}
+	}()
+	return s, nil
+}
+
+func newHTTPServer(svc *rpc.Service, cfg *serveConfig, logger *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle(svc.Handler(cfg.auth))
+	mux.Handle("GET /healthz", svc.Health())
+	var p http.Protocols
+	p.SetHTTP1(true)
+	if cfg.tls != nil {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true) // h2c, for gRPC without TLS
+	}
+	return &http.Server{
+		Handler:           mux,
+		Protocols:         &p,
+		TLSConfig:         cfg.tls,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+func logStart(logger *slog.Logger, f *serveFlags, cfg *serveConfig) {
+	ids := cfg.agents.KeyIDs()
+	logger.Info("agents enrolled", "dir", f.agents, "count", len(ids), "key_ids", ids)
+	if len(ids) == 0 {
+		logger.Warn("no agent is enrolled: every Append will be refused until a public key is put in --agents and SIGHUP is sent", "dir", f.agents)
+	}
+	switch {
+	case len(cfg.auth.Tokens) == 0 && !cfg.auth.ClientCerts:
+		logger.Warn("no --token-file or --client-ca: anyone who reaches the server may Append (receipts must still be signed by enrolled agents)")
+	case cfg.tls == nil:
+		logger.Warn("bearer tokens are sent without TLS; pass --tls-cert and --tls-key unless a TLS proxy is in front")
+	}
+}
+
+// run serves until a signal stops it or the server fails: SIGHUP reloads
+// the agents, SIGTERM and SIGINT shut down gracefully.
+func (s *ledgerServer) run(sigs <-chan os.Signal) int {
+	for {
+		select {
+		case err := <-s.done:
+			s.logger.Error("server failed", "err", err)
+			s.log.Close()
+			return exitFailure
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				s.reload()
+				continue
+			}
+			s.logger.Info("shutting down", "signal", sig.String())
+			return s.shutdown()
+		}
+	}
+}
+
+func (s *ledgerServer) reload() {
+	ch, err := s.agents.Reload()
+	if err != nil {
+		s.logger.Error("agents not reloaded; the previous set stays enrolled", "dir", s.agents.Dir(), "err", err)
+		return
+	}
+	s.logger.Info("agents reloaded", "dir", s.agents.Dir(), "enrolled", ch.Enrolled, "removed", ch.Removed, "count", len(s.agents.KeyIDs()))
+}
+
+// shutdown stops accepting calls, waits for those in flight, then closes
+// the log, which waits for batches being committed.
+func (s *ledgerServer) shutdown() int {
+	code := exitOK
+	s.svc.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.logger.Error("calls still in flight after the grace period; closing their connections", "grace", shutdownGrace, "err", err)
+		s.http.Close()
+		code = exitFailure
+	}
+	if err := <-s.done; !errors.Is(err, http.ErrServerClosed) {
+		s.logger.Error("server failed", "err", err)
+		code = exitFailure
+	}
+	size := s.log.Size()
+	if err := s.log.Close(); err != nil {
+		s.logger.Error("closing the ledger", "err", err)
+		return exitFailure
+	}
+	s.logger.Info("stopped", "size", size)
+	return code
+}

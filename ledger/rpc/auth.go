@@ -1,0 +1,245 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+)
+
+// Token file limits.
+const (
+	maxTokenFile = 1 << 20
+	minToken     = 16 // bytes; shorter tokens are guessable
+)
+
+// Auth decides which callers may call which procedures. A caller is
+// authenticated by a bearer token (RFC 6750: "Authorization: Bearer
+// TOKEN") that is one of Tokens, or by a TLS client certificate that the
+// server's tls.Config verified (mTLS). The zero Auth authenticates no one
+// and requires nothing: every procedure is open.
+//
+// When Tokens or ClientCerts is set, Append requires an authenticated
+// caller; the read procedures do too if Reads is set. A refused call fails
+// with connect.CodeUnauthenticated (HTTP 401 in the Connect protocol).
+type Auth struct {
+	// Tokens are the accepted bearer tokens, as LoadTokens returns them.
+	Tokens []Token
+	// ClientCerts accepts a client certificate verified by the server's
+	// TLS configuration (tls.Config.ClientCAs) as authentication.
+	ClientCerts bool
+	// Reads requires authentication for the read procedures too.
+	Reads bool
+}
+
+// A Token is a bearer token, kept as its SHA-256 so that comparing takes
+// the same time whatever the length of the token presented.
+type Token struct {
+	sum  [32]byte
+	line int // in the token file, for log lines; never the token itself
+}
+
+// NewToken returns the Token for secret.
+func NewToken(secret string) Token { return Token{sum: sha256.Sum256([]byte(secret))} }
+
+func (a *Auth) enabled() bool { return len(a.Tokens) > 0 || a.ClientCerts }
+
+// LoadTokens reads a token file: one bearer token per line; blank lines
+// and lines starting with "#" are ignored. A token is at least 16
+// characters of the RFC 6750 token68 alphabet (A-Z a-z 0-9 - . _ ~ + /
+// and trailing =). On Unix the file must not be readable by group or
+// others.
+func LoadTokens(path string) ([]Token, error) {
+	b, err := readTokenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var tokens []Token
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := checkToken(line); err != nil {
+			return nil, fmt.Errorf("token file %s line %d: %w", path, n, err)
+		}
+		tokens = append(tokens, Token{sum: sha256.Sum256([]byte(line)), line: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("token file %s holds no tokens; put one bearer token per line", path)
+	}
+	return tokens, nil
+}
+
+func readTokenFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		return nil, fmt.Errorf("token file %s has mode %04o, which lets group or others read it; run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("token file %s is larger than %d bytes; put one bearer token per line", path, maxTokenFile)
+	}
+	return b, nil
+}
+
+func checkToken(s string) error {
+	if len(s) < minToken {
+		return fmt.Errorf("token is %d characters, want at least %d (generate one with: openssl rand -base64 32)", len(s), minToken)
+	}
+	body := strings.TrimRight(s, "=")
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return fmt.Errorf("token holds %q at column %d; use only A-Z a-z 0-9 - . _ ~ + / and trailing =", c, i+1)
+		}
+	}
+	return nil
+}
+
+// caller is what the HTTP layer learnt about who is calling.
+type caller struct {
+	name  string // "token line N" or "client certificate CN=..."; "" if none
+	wrong bool   // a bearer token was presented and is not accepted
+}
+
+type callerKey struct{}
+
+// Middleware records the caller's credentials in the request context for
+// the interceptor that Interceptor returns. It must wrap the handler that
+// the interceptor is installed in.
+func (a *Auth) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := a.identify(r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+func (a *Auth) identify(r *http.Request) caller {
+	var c caller
+	if h := r.Header.Get("Authorization"); h != "" {
+		if t, ok := a.matchToken(h); ok {
+			c.name = fmt.Sprintf("token line %d", t.line)
+		} else {
+			c.wrong = true
+		}
+	}
+	if c.name == "" && a.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		c.name = "client certificate " + r.TLS.VerifiedChains[0][0].Subject.String()
+	}
+	return c
+}
+
+// matchToken compares the presented token with every accepted token in
+// constant time (over their SHA-256), without stopping at a match.
+func (a *Auth) matchToken(header string) (Token, bool) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Token{}, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	var found Token
+	match := 0
+	for _, t := range a.Tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], t.sum[:])
+		if eq == 1 {
+			found = t
+		}
+		match |= eq
+	}
+	return found, match == 1
+}
+
+// Interceptor refuses the calls the caller may not make.
+func (a *Auth) Interceptor() connect.Interceptor { return authInterceptor{a} }
+
+type authInterceptor struct{ a *Auth }
+
+func (i authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if err := i.a.check(ctx, req.Spec().Procedure); err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+func (i authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if err := i.a.check(ctx, conn.Spec().Procedure); err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// check returns nil if the caller in ctx may call procedure.
+func (a *Auth) check(ctx context.Context, procedure string) error {
+	if !a.enabled() || (procedure != ledgerv1connect.LedgerServiceAppendProcedure && !a.Reads) {
+		return nil
+	}
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if !ok {
+		return connect.NewError(connect.CodeInternal, errors.New("server misconfigured: auth interceptor without its middleware"))
+	}
+	switch {
+	case c.name != "":
+		return nil
+	case c.wrong:
+		return connect.NewError(connect.CodeUnauthenticated, errors.New("the bearer token is not accepted by this ledger; use a token from the server's --token-file"))
+	}
+	return connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("%s requires authentication; %s", procedureName(procedure), a.how()))
+}
+
+// how says which credentials the server accepts.
+func (a *Auth) how() string {
+	var ways []string
+	if len(a.Tokens) > 0 {
+		ways = append(ways, "send \"Authorization: Bearer TOKEN\" with a token from the server's --token-file")
+	}
+	if a.ClientCerts {
+		ways = append(ways, "present a TLS client certificate issued by the server's --client-ca")
+	}
+	return strings.Join(ways, ", or ")
+}
+
+// procedureName returns "Append" for "/bankdoor.ledger.v1.LedgerService/Append".
+func procedureName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// CallerName returns who the auth middleware found calling, for logs: "" if
+// the caller did not authenticate.
+func CallerName(ctx context.Context) string {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c.name
+}
