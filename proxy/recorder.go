@@ -16,6 +16,9 @@ type ReceiptRecorder struct {
 	Server       string
 	PolicyID     string
 	PolicySHA256 string
+	// Notify, if set, is called after each receipt is durable, e.g. to
+	// wake the spool that ships receipts to a ledger. It must not block.
+	Notify func()
 }
 
 // Record writes the event's receipt; it is durable when Record returns.
@@ -36,5 +39,8 @@ func (rr *ReceiptRecorder) Record(ev Event) (string, error) {
 		PolicyID:     rr.PolicyID,
 		PolicySHA256: rr.PolicySHA256,
 	})
+	if err == nil && rr.Notify != nil {
+		rr.Notify()
+	}
 	return name, err
 }
