@@ -1,0 +1,96 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/transparency-dev/merkle/compact"
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestBolt(t *testing.T) {
+	TestStorage(t, func(t *testing.T) Store {
+		s, err := OpenBolt(filepath.Join(t.TempDir(), "ledger.db"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestBoltReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := OpenBolt(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustUpdate(t, s, writeSample)
+	want := readAll(t, s, MetaSize)
+	s.Close()
+	r, err := OpenBolt(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := readAll(t, r, MetaSize); len(got.Entries) != 2 || got.Meta[MetaSize] != want.Meta[MetaSize] {
+		t.Fatalf("after reopen: %+v, want %+v", got, want)
+	}
+	if err := r.Update(func(tx Tx) error { return nil }); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Update on a read-only store = %v, want ErrReadOnly", err)
+	}
+}
+
+func TestBoltLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := OpenBolt(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, ro := range []bool{false, true} {
+		_, err := OpenBolt(path, ro)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another process holds it") {
+			t.Errorf("second open (read-only %v) = %v; want an error naming %s and the lock", ro, err, path)
+		}
+	}
+}
+
+func TestBoltNotALedger(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenBolt(filepath.Join(dir, "missing.db"), true); err == nil {
+		t.Error("read-only open of a missing file succeeded")
+	}
+	other := filepath.Join(dir, "other.db")
+	db, err := bolt.Open(other, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenBolt(other, true); err == nil || !strings.Contains(err.Error(), "not a bankdoor ledger") {
+		t.Errorf("read-only open of an empty bbolt file = %v, want \"not a bankdoor ledger\"", err)
+	}
+}
+
+func TestEncodings(t *testing.T) {
+	id := compact.NewNodeID(5, 1<<40+3)
+	if got, err := ParseNodeKey(NodeKey(id)); err != nil || got != id {
+		t.Errorf("ParseNodeKey(NodeKey(%v)) = %v, %v", id, got, err)
+	}
+	h := Head{Seq: 9, SHA256: [32]byte{31: 7}, Index: 1 << 50}
+	if got, err := ParseHead(EncodeHead(h)); err != nil || got != h {
+		t.Errorf("ParseHead(EncodeHead(%v)) = %v, %v", h, got, err)
+	}
+	for _, bad := range [][]byte{nil, make([]byte, 8), append([]byte{64}, make([]byte, 8)...)} {
+		if _, err := ParseNodeKey(bad); err == nil {
+			t.Errorf("ParseNodeKey(%x) succeeded", bad)
+		}
+	}
+	if _, err := ParseHead(make([]byte, 47)); err == nil {
+		t.Error("ParseHead of 47 bytes succeeded")
+	}
+	if _, err := ParseIndex(make([]byte, 7)); err == nil {
+		t.Error("ParseIndex of 7 bytes succeeded")
+	}
+}

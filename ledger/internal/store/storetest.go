@@ -1,0 +1,262 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// TestStorage tests a Store backend. open must return a new, empty store;
+// TestStorage closes it. Every backend's tests call it, as sumdb/storage's
+// TestStorage is called by each of its implementations.
+func TestStorage(t *testing.T, open func(t *testing.T) Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Store)
+	}{
+		{"Empty", testEmpty},
+		{"RoundTrip", testRoundTrip},
+		{"Rollback", testRollback},
+		{"ViewIsReadOnly", testViewIsReadOnly},
+		{"Owned", testOwned},
+		{"EntryOrder", testEntryOrder},
+		{"ForEachStops", testForEachStops},
+		{"Concurrent", testConcurrent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			defer s.Close()
+			tt.fn(t, s)
+		})
+	}
+}
+
+func mustUpdate(t *testing.T, s Store, fn func(Tx) error) {
+	t.Helper()
+	if err := s.Update(fn); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+func mustView(t *testing.T, s Store, fn func(Tx) error) {
+	t.Helper()
+	if err := s.View(fn); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func hash(n int) []byte { return bytes.Repeat([]byte{byte(n)}, 32) }
+
+func testEmpty(t *testing.T, s Store) {
+	mustView(t, s, func(tx Tx) error {
+		if v, err := tx.Meta(MetaSize); v != nil || err != nil {
+			t.Errorf("Meta on empty store = %q, %v; want nil, nil", v, err)
+		}
+		if v, err := tx.Entry(0); v != nil || err != nil {
+			t.Errorf("Entry(0) on empty store = %q, %v; want nil, nil", v, err)
+		}
+		if _, ok, err := tx.LeafIndex(hash(1)); ok || err != nil {
+			t.Errorf("LeafIndex on empty store: ok %v, err %v", ok, err)
+		}
+		if v, err := tx.Node(compact.NewNodeID(0, 0)); v != nil || err != nil {
+			t.Errorf("Node on empty store = %x, %v", v, err)
+		}
+		if _, ok, err := tx.Head("abc"); ok || err != nil {
+			t.Errorf("Head on empty store: ok %v, err %v", ok, err)
+		}
+		return nil
+	})
+}
+
+// contents is everything a store holds, read through the ForEach methods.
+type contents struct {
+	Meta    map[string]string
+	Entries map[uint64]string
+	Leaves  map[string]uint64
+	Nodes   map[compact.NodeID]string
+	Heads   map[string]Head
+}
+
+func readAll(t *testing.T, s Store, metaKeys ...string) contents {
+	t.Helper()
+	c := contents{Meta: map[string]string{}, Entries: map[uint64]string{}, Leaves: map[string]uint64{},
+		Nodes: map[compact.NodeID]string{}, Heads: map[string]Head{}}
+	mustView(t, s, func(tx Tx) error {
+		for _, k := range metaKeys {
+			if v, err := tx.Meta(k); err != nil {
+				return err
+			} else if v != nil {
+				c.Meta[k] = string(v)
+			}
+		}
+		return errors.Join(
+			tx.ForEachEntry(0, func(i uint64, d []byte) error { c.Entries[i] = string(d); return nil }),
+			tx.ForEachLeaf(func(h []byte, i uint64) error { c.Leaves[string(h)] = i; return nil }),
+			tx.ForEachNode(func(id compact.NodeID, h []byte) error { c.Nodes[id] = string(h); return nil }),
+			tx.ForEachHead(func(k string, h Head) error { c.Heads[k] = h; return nil }))
+	})
+	return c
+}
+
+func writeSample(tx Tx) error {
+	return errors.Join(
+		tx.SetMeta(MetaSize, IndexKey(2)),
+		tx.PutEntry(0, []byte("zero")),
+		tx.PutEntry(1, []byte("one")),
+		tx.PutLeafIndex(hash(7), 1),
+		tx.PutNode(compact.NewNodeID(0, 1), hash(9)),
+		tx.PutNode(compact.NewNodeID(63, 1<<63), hash(10)),
+		tx.PutHead("0123456789abcdef", Head{Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}))
+}
+
+func testRoundTrip(t *testing.T, s Store) {
+	mustUpdate(t, s, writeSample)
+	got := readAll(t, s, MetaSize, MetaOrigin)
+	want := contents{
+		Meta:    map[string]string{MetaSize: string(IndexKey(2))},
+		Entries: map[uint64]string{0: "zero", 1: "one"},
+		Leaves:  map[string]uint64{string(hash(7)): 1},
+		Nodes:   map[compact.NodeID]string{{Level: 0, Index: 1}: string(hash(9)), {Level: 63, Index: 1 << 63}: string(hash(10))},
+		Heads:   map[string]Head{"0123456789abcdef": {Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("store contents (-want +got):\n%s", diff)
+	}
+	mustView(t, s, func(tx Tx) error {
+		if i, ok, err := tx.LeafIndex(hash(7)); i != 1 || !ok || err != nil {
+			t.Errorf("LeafIndex = %d, %v, %v; want 1, true, nil", i, ok, err)
+		}
+		if h, _ := tx.Node(compact.NewNodeID(0, 1)); !bytes.Equal(h, hash(9)) {
+			t.Errorf("Node(0,1) = %x", h)
+		}
+		return nil
+	})
+}
+
+func testRollback(t *testing.T, s Store) {
+	boom := errors.New("boom")
+	err := s.Update(func(tx Tx) error {
+		if err := writeSample(tx); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v, want the closure's error", err)
+	}
+	empty := contents{Meta: map[string]string{}, Entries: map[uint64]string{}, Leaves: map[string]uint64{},
+		Nodes: map[compact.NodeID]string{}, Heads: map[string]Head{}}
+	if diff := cmp.Diff(empty, readAll(t, s, MetaSize)); diff != "" {
+		t.Errorf("a failed Update left data behind (-want +got):\n%s", diff)
+	}
+}
+
+func testViewIsReadOnly(t *testing.T, s Store) {
+	err := s.View(func(tx Tx) error { return tx.PutEntry(0, []byte("x")) })
+	if err == nil {
+		t.Fatal("PutEntry in View succeeded")
+	}
+	if got := readAll(t, s); len(got.Entries) != 0 {
+		t.Fatalf("PutEntry in View stored %v", got.Entries)
+	}
+}
+
+// testOwned checks that slices passed in and returned belong to their
+// holder: changing them does not change the store.
+func testOwned(t *testing.T, s Store) {
+	in := []byte("entry")
+	mustUpdate(t, s, func(tx Tx) error { return tx.PutEntry(0, in) })
+	in[0] = 'X'
+	var got []byte
+	mustView(t, s, func(tx Tx) error {
+		var err error
+		got, err = tx.Entry(0)
+		return err
+	})
+	got[1] = 'Y'
+	mustView(t, s, func(tx Tx) error {
+		if e, _ := tx.Entry(0); string(e) != "entry" {
+			t.Errorf("Entry(0) = %q after changing the slices passed in and out, want %q", e, "entry")
+		}
+		return nil
+	})
+}
+
+func testEntryOrder(t *testing.T, s Store) {
+	idx := []uint64{256, 3, 1 << 40, 255, 0}
+	mustUpdate(t, s, func(tx Tx) error {
+		for _, i := range idx {
+			if err := tx.PutEntry(i, fmt.Appendf(nil, "e%d", i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var got []uint64
+	mustView(t, s, func(tx Tx) error {
+		return tx.ForEachEntry(4, func(i uint64, d []byte) error {
+			if string(d) != fmt.Sprintf("e%d", i) {
+				t.Errorf("entry %d = %q", i, d)
+			}
+			got = append(got, i)
+			return nil
+		})
+	})
+	if diff := cmp.Diff([]uint64{255, 256, 1 << 40}, got); diff != "" {
+		t.Errorf("ForEachEntry(4) order (-want +got):\n%s", diff)
+	}
+}
+
+func testForEachStops(t *testing.T, s Store) {
+	mustUpdate(t, s, writeSample)
+	stop := errors.New("stop")
+	calls := 0
+	err := s.View(func(tx Tx) error {
+		return tx.ForEachEntry(0, func(uint64, []byte) error { calls++; return stop })
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("ForEachEntry returning an error: %d calls, err %v; want 1 call and that error", calls, err)
+	}
+}
+
+// testConcurrent runs Views alongside Updates: each View sees whole
+// transactions only.
+func testConcurrent(t *testing.T, s Store) {
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 20 {
+				n := uint64(w*100 + i)
+				err := s.Update(func(tx Tx) error {
+					return errors.Join(tx.PutEntry(n, []byte("x")), tx.PutLeafIndex(IndexKey(n), n))
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for range 20 {
+				err := s.View(func(tx Tx) error {
+					var entries, leaves int
+					tx.ForEachEntry(0, func(uint64, []byte) error { entries++; return nil })
+					tx.ForEachLeaf(func([]byte, uint64) error { leaves++; return nil })
+					if entries != leaves {
+						return fmt.Errorf("view saw %d entries but %d leaves", entries, leaves)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
