@@ -66,7 +66,7 @@ func (r Remote) classify(err error) error {
 	case connect.CodeFailedPrecondition:
 		fix = "the ledger holds another chain for this key; run bankdoor verify on the receipts directory and compare with the ledger's head"
 	case connect.CodePermissionDenied:
-		fix = "enroll the agent: copy its bankdoor.pub.pem into the ledger's --agents directory, restart the ledger, then restart the proxy"
+		fix = "enroll the agent (its bankdoor.pub.pem in the ledger's --agents directory), then restart the proxy"
 	case connect.CodeUnauthenticated:
 		fix = "the ledger did not accept the bearer token: check the variable named by --ledger-token-env"
 	case connect.CodeUnimplemented:
