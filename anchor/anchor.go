@@ -1,0 +1,295 @@
+// Package anchor gets the ledger's checkpoints cosigned by independent
+// witnesses, so that the log cannot later drop its newest entries (tail
+// truncation), roll back, or show different histories to different readers
+// without a witness's signature on the record contradicting it.
+//
+// For each new checkpoint and each configured witness, an Anchorer sends the
+// C2SP tlog-witness add-checkpoint request (https://c2sp.org/tlog-witness,
+// package anchor/tlogwitness): the size the witness last cosigned, the log's
+// RFC 6962 consistency proof from that size, and the checkpoint signed by the
+// log alone. It checks the cosignature that comes back against the witness's
+// key over that exact checkpoint (https://c2sp.org/tlog-cosignature, package
+// anchor/cosignature), stores it, and remembers the size. Cosigned returns
+// the checkpoint with the log's signature and every stored cosignature for
+// its size: the note the ledger serves.
+//
+// A 409 answer means the witness last cosigned another size: the Anchorer
+// fetches a proof from that size and resends, once. A witness that has
+// cosigned a larger size than the log now has, or that refuses the log's
+// consistency proof or root hash (422), is reported as ErrPossibleRollback and
+// never retried for that checkpoint. Network errors, 429 and 5xx answers are
+// retried with bounded backoff by the client, then by Run after RetryInterval.
+package anchor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// ErrPossibleRollback means a witness holds evidence that the log lost
+// entries or forked: it cosigned a larger tree than the log now has, or it
+// refuses the log's tree as inconsistent with the one it cosigned. Retrying
+// cannot fix this; a person must find out what happened to the log.
+var ErrPossibleRollback = errors.New("possible rollback or fork of the log")
+
+// Log is the part of the ledger the anchor reads.
+type Log interface {
+	// Checkpoint returns the latest checkpoint note, signed by the log key;
+	// it may already carry cosignatures, which the anchor ignores.
+	Checkpoint() []byte
+	// ConsistencyProof returns the RFC 6962 consistency proof that the tree
+	// of size from is a prefix of the tree of size to, for 0 < from < to <=
+	// the latest size. The anchor never asks for from == 0 or from == to.
+	ConsistencyProof(from, to uint64) ([][]byte, error)
+}
+
+// CosignatureStore keeps the cosignatures the anchor collected. A witness is
+// identified by its key's name (tlogwitness.Client.Name), unique among the
+// configured witnesses. A cosignature is the witness's signature line(s),
+// each "— name base64\n", already verified over the log's checkpoint of that
+// size. Implementations must be safe for concurrent use: the anchor calls
+// them from one goroutine per witness.
+type CosignatureStore interface {
+	// Put durably records (before returning) cosignature as witness's
+	// signature on the log's checkpoint of size, replacing any earlier one
+	// for the same witness and size, and makes size the witness's Latest
+	// if it is larger than the current one.
+	Put(witness string, size uint64, cosignature []byte) error
+	// Get returns what Put recorded for witness and size; ok is false if
+	// nothing was.
+	Get(witness string, size uint64) (cosignature []byte, ok bool, err error)
+	// Latest returns the largest size Put recorded for witness; ok is false
+	// if Put was never called for witness.
+	Latest(witness string) (size uint64, ok bool, err error)
+	// Cosignatures returns what Put recorded for size, for every witness,
+	// in any order; none is not an error.
+	Cosignatures(size uint64) ([][]byte, error)
+}
+
+// Options configure an Anchorer.
+type Options struct {
+	Log       Log
+	LogKey    note.Verifier // the log's checkpoint key; its name is the origin
+	Store     CosignatureStore
+	Witnesses []*tlogwitness.Client
+	// RetryInterval is how long Run waits before trying again a witness that
+	// was unavailable. Zero means one minute.
+	RetryInterval time.Duration
+	Logger        *slog.Logger // nil means slog.Default()
+}
+
+// Anchorer anchors the log's checkpoints to witnesses.
+type Anchorer struct {
+	opts Options
+	mu   sync.Mutex // one Anchor at a time, so sizes in the store only grow
+}
+
+// New checks the options and returns an Anchorer.
+func New(opts Options) (*Anchorer, error) {
+	if opts.Log == nil || opts.LogKey == nil || opts.Store == nil {
+		return nil, errors.New("anchor: Options.Log, LogKey and Store are required")
+	}
+	seen := make(map[string]bool)
+	for _, w := range opts.Witnesses {
+		if seen[w.Name()] {
+			return nil, fmt.Errorf("anchor: two witnesses have keys named %q: each witness needs its own key name", w.Name())
+		}
+		seen[w.Name()] = true
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Anchorer{opts: opts}, nil
+}
+
+// checkpoint is a parsed checkpoint and the note that is sent: the text
+// with the log's signature only.
+type checkpoint struct {
+	log.Checkpoint
+	note []byte
+}
+
+// Anchor gets checkpoint cosigned by every witness that has not cosigned its
+// size yet, concurrently, and stores the cosignatures. It returns the joined
+// errors of the witnesses that failed; each names its witness.
+func (a *Anchorer) Anchor(ctx context.Context, checkpoint []byte) error {
+	c, err := a.parse(checkpoint)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	errs := make([]error, len(a.opts.Witnesses))
+	var wg sync.WaitGroup
+	for i, w := range a.opts.Witnesses {
+		wg.Go(func() { errs[i] = a.anchorTo(ctx, w, c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// parse verifies the log's signature and keeps only it on the note.
+func (a *Anchorer) parse(msg []byte) (*checkpoint, error) {
+	cp, n, err := cosignature.Open(msg, a.opts.LogKey)
+	if err != nil {
+		return nil, fmt.Errorf("anchor: the log's checkpoint: %w", err)
+	}
+	sent, err := note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs})
+	if err != nil {
+		return nil, fmt.Errorf("anchor: re-encoding the checkpoint: %v", err)
+	}
+	return &checkpoint{Checkpoint: *cp, note: sent}, nil
+}
+
+// anchorTo gets c cosigned by w, unless w's cosignature on it is stored.
+func (a *Anchorer) anchorTo(ctx context.Context, w *tlogwitness.Client, c *checkpoint) error {
+	start := time.Now()
+	old, done, err := a.cosignedSize(w, c)
+	if err != nil || done {
+		return err
+	}
+	lines, err := a.send(ctx, w, old, c)
+	if conflict := (*tlogwitness.ConflictError)(nil); errors.As(err, &conflict) {
+		lines, err = a.send(ctx, w, conflict.Size, c)
+	}
+	if err != nil {
+		return classify(w, c, err)
+	}
+	if err := a.opts.Store.Put(w.Name(), c.Size, lines); err != nil {
+		return fmt.Errorf("witness %s: storing its cosignature of size %d: %w", w.Name(), c.Size, err)
+	}
+	a.opts.Logger.InfoContext(ctx, "checkpoint cosigned", "witness", w.Name(), "origin", c.Origin, "size", c.Size, "old", old, "took", time.Since(start))
+	return nil
+}
+
+// cosignedSize returns the size w last cosigned according to the store, and
+// done if that is c's size and the stored cosignature verifies over c (a
+// cosignature that does not was made for another tree of the same size: the
+// witness will judge).
+func (a *Anchorer) cosignedSize(w *tlogwitness.Client, c *checkpoint) (old uint64, done bool, err error) {
+	old, ok, err := a.opts.Store.Latest(w.Name())
+	if err != nil || !ok || old != c.Size {
+		return old, false, storeErr(w, err)
+	}
+	line, ok, err := a.opts.Store.Get(w.Name(), old)
+	if err != nil || !ok {
+		return old, false, storeErr(w, err)
+	}
+	_, err = cosignature.Verify(c.note, line, w.Key)
+	return old, err == nil, nil
+}
+
+func storeErr(w *tlogwitness.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("witness %s: reading the cosignature store: %w", w.Name(), err)
+}
+
+// send asks w to cosign c, proving consistency from old.
+func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, c *checkpoint) ([]byte, error) {
+	if old > c.Size {
+		return nil, fmt.Errorf("%w: witness %s has cosigned size %d of %s, but the log's checkpoint has size %d: "+
+			"entries the witness saw are gone (truncation or rollback) or the log was recreated; do not trust this log until that is explained",
+			ErrPossibleRollback, w.Name(), old, c.Origin, c.Size)
+	}
+	var proof [][]byte
+	if old > 0 && old < c.Size {
+		var err error
+		if proof, err = a.opts.Log.ConsistencyProof(old, c.Size); err != nil {
+			return nil, fmt.Errorf("witness %s: the log's consistency proof from size %d to %d: %w", w.Name(), old, c.Size, err)
+		}
+	}
+	return w.AddCheckpoint(ctx, old, proof, c.note)
+}
+
+// classify adds ErrPossibleRollback to a witness's refusal of the log's tree.
+func classify(w *tlogwitness.Client, c *checkpoint, err error) error {
+	if errors.Is(err, tlogwitness.ErrInconsistent) {
+		return fmt.Errorf("%w: witness %s refuses %s size %d as inconsistent with the tree it cosigned before "+
+			"(the log was rewritten, rolled back or forked); do not trust this log until that is explained: %w",
+			ErrPossibleRollback, w.Name(), c.Origin, c.Size, err)
+	}
+	return err
+}
+
+// Run anchors the log's latest checkpoint, then every checkpoint received
+// from checkpoints (e.g. the ledger's Watch channel), until ctx is done or
+// checkpoints is closed. A witness that was unavailable is tried again
+// after RetryInterval; one that refused a checkpoint is tried again only
+// with the next checkpoint. Failures are logged, not returned.
+func (a *Anchorer) Run(ctx context.Context, checkpoints <-chan []byte) error {
+	retry := a.round(ctx, a.opts.Log.Checkpoint())
+	for {
+		var wait <-chan time.Time
+		if retry {
+			wait = time.After(a.opts.RetryInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case cp, ok := <-checkpoints:
+			if !ok {
+				return nil
+			}
+			retry = a.round(ctx, cp)
+		case <-wait:
+			retry = a.round(ctx, a.opts.Log.Checkpoint())
+		}
+	}
+}
+
+// round anchors cp, logs failures, and reports whether one may be transient.
+func (a *Anchorer) round(ctx context.Context, cp []byte) (retry bool) {
+	if len(cp) == 0 {
+		return false
+	}
+	err := a.Anchor(ctx, cp)
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, err := range errs {
+		a.opts.Logger.ErrorContext(ctx, "anchoring failed", "err", err)
+		retry = retry || Transient(err)
+	}
+	return retry
+}
+
+// Transient reports whether err may go away by itself: the witness was
+// unreachable, overloaded or failing, or another anchor raced this one.
+func Transient(err error) bool {
+	var conflict *tlogwitness.ConflictError
+	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.As(err, &conflict)
+}
+
+// Cosigned returns checkpoint with the log's signature and every cosignature
+// stored for its size (see cosignature.Merge): the note to serve.
+func Cosigned(checkpoint []byte, logKey note.Verifier, store CosignatureStore) ([]byte, error) {
+	cp, _, err := cosignature.Open(checkpoint, logKey)
+	if err != nil {
+		return nil, err
+	}
+	cosigs, err := store.Cosignatures(cp.Size)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cosignatures of size %d: %w", cp.Size, err)
+	}
+	return cosignature.Merge(checkpoint, logKey, cosigs...)
+}

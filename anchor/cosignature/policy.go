@@ -1,0 +1,138 @@
+package cosignature
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Policy says whose signatures make a checkpoint trusted: the log's key, and
+// at least Quorum of the Witnesses' keys. It is what
+// `bankdoor verify --checkpoint FILE --log-key VKEY --witness-key VKEY... --witness-quorum N`
+// applies.
+type Policy struct {
+	Log       note.Verifier
+	Witnesses []note.Verifier // distinct keys
+	Quorum    int             // 0 <= Quorum <= len(Witnesses)
+}
+
+// NewPolicy parses the log's vkey and the witnesses' vkeys. The quorum must be
+// between 0 and the number of witness keys, and no key may be given twice
+// (it would be counted twice).
+func NewPolicy(logVKey string, witnessVKeys []string, quorum int) (*Policy, error) {
+	logKey, err := NewLogVerifier(logVKey)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{Log: logKey, Quorum: quorum}
+	seen := make(map[string]bool)
+	for _, k := range witnessVKeys {
+		v, err := NewWitnessVerifier(k)
+		if err != nil {
+			return nil, err
+		}
+		id := keyID(v)
+		if seen[id] {
+			return nil, fmt.Errorf("witness key %s is given twice: give each witness key once", id)
+		}
+		seen[id] = true
+		p.Witnesses = append(p.Witnesses, v)
+	}
+	if quorum < 0 || quorum > len(p.Witnesses) {
+		return nil, fmt.Errorf("witness quorum %d is impossible with %d witness key(s): give a quorum from 0 to %d, or more witness keys", quorum, len(p.Witnesses), len(p.Witnesses))
+	}
+	return p, nil
+}
+
+// Verified is a checkpoint that satisfied a Policy.
+type Verified struct {
+	log.Checkpoint
+	Note      *note.Note
+	Cosigners []string         // trusted witness keys ("name+hash") whose cosignature verified
+	Ignored   []note.Signature // lines by keys the policy does not know; they count for nothing
+}
+
+// Verify checks the checkpoint note msg against the policy and returns the
+// parsed checkpoint. The error wraps ErrMalformed, ErrLogSignature,
+// ErrBadCosignature (a line by a trusted witness key that does not verify over
+// this checkpoint) or ErrQuorum. Lines by unknown keys are ignored and
+// reported in Verified.Ignored.
+func (p *Policy) Verify(msg []byte) (*Verified, error) {
+	cp, n, err := Open(msg, p.Log)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verified{Checkpoint: *cp, Note: n}
+	for _, w := range p.Witnesses {
+		ok, err := cosigned(msg, p.Log, w)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			v.Cosigners = append(v.Cosigners, keyID(w))
+		}
+	}
+	v.Ignored = unknown(n.UnverifiedSigs, p.Witnesses)
+	if len(v.Cosigners) < p.Quorum {
+		return v, fmt.Errorf("%w: %d of the %d trusted witnesses cosigned %s size %d (cosigned by: %s), %d required; ignored %d line(s) by unknown keys%s",
+			ErrQuorum, len(v.Cosigners), len(p.Witnesses), cp.Origin, cp.Size, listOrNone(v.Cosigners), p.Quorum, len(v.Ignored), ignoredNames(v.Ignored))
+	}
+	return v, nil
+}
+
+// cosigned reports whether msg carries a valid signature by witness. Each
+// witness is checked on its own so that one bad line names its own key.
+func cosigned(msg []byte, logKey, witness note.Verifier) (bool, error) {
+	n, err := note.Open(msg, note.VerifierList(logKey, witness))
+	var invalid *note.InvalidSignatureError
+	if errors.As(err, &invalid) {
+		return false, fmt.Errorf("%w: the line by witness %s+%08x does not verify over this checkpoint: it is forged, corrupted, or a cosignature of a different checkpoint", ErrBadCosignature, invalid.Name, invalid.Hash)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	for _, s := range n.Sigs {
+		if s.Name == witness.Name() && s.Hash == witness.KeyHash() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unknown returns the signatures made by none of the witnesses.
+func unknown(sigs []note.Signature, witnesses []note.Verifier) []note.Signature {
+	var out []note.Signature
+	for _, s := range sigs {
+		known := false
+		for _, w := range witnesses {
+			known = known || (s.Name == w.Name() && s.Hash == w.KeyHash())
+		}
+		if !known {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func keyID(v note.Verifier) string { return fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash()) }
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func ignoredNames(sigs []note.Signature) string {
+	var names []string
+	for _, s := range sigs {
+		names = append(names, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
