@@ -15,8 +15,9 @@ func invalid(format string, a ...any) error {
 	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf(format, a...))
 }
 
-// toConnect gives a ledger error its Connect code, and says what the
-// caller can do about it. An error of no known kind is an internal fault:
+// toConnect gives a ledger error its Connect code. The ledger's messages
+// already say what fixes a refused receipt; for the other kinds a hint is
+// added. An error of no known kind is an internal fault:
 // it is logged, and the caller is told only that.
 func (s *Service) toConnect(err error) error {
 	code, fix := codeOf(err)
@@ -33,15 +34,15 @@ func (s *Service) toConnect(err error) error {
 func codeOf(err error) (connect.Code, string) {
 	switch {
 	case errors.Is(err, ledger.ErrInvalid):
-		return connect.CodeInvalidArgument, "send receipt files exactly as the agent's proxy wrote them"
+		return connect.CodeInvalidArgument, ""
 	case errors.Is(err, ledger.ErrUnknownKey):
-		return connect.CodePermissionDenied, "enroll the agent: copy its bankdoor.pub.pem into the server's --agents directory and send the server SIGHUP"
+		return connect.CodePermissionDenied, ""
 	case errors.Is(err, ledger.ErrChain):
-		return connect.CodeFailedPrecondition, "call GetAgentHead and send the agent's receipts from seq head+1 on, in order"
+		return connect.CodeFailedPrecondition, ""
 	case errors.Is(err, ledger.ErrNotFound):
 		return connect.CodeNotFound, ""
 	case errors.Is(err, ledger.ErrRange):
-		return connect.CodeOutOfRange, "call GetCheckpoint for the current size"
+		return connect.CodeOutOfRange, ""
 	case errors.Is(err, ledger.ErrClosed):
 		return connect.CodeUnavailable, "retry when the ledger server is back"
 	case errors.Is(err, context.Canceled):

@@ -147,7 +147,7 @@ func (s *Service) GetInclusionProof(ctx context.Context, req *connect.Request[le
 	}
 	if index >= size {
 		return nil, connect.NewError(connect.CodeOutOfRange, fmt.Errorf(
-			"leaf %d is not in the tree of size %d; ask for a tree_size above %d (or 0 for the latest) once a checkpoint covers it", index, size, index))
+			"leaf %d is not in the tree of size %d; prove it in a larger tree once a checkpoint covers it", index, size))
 	}
 	hashes, err := s.log.InclusionProof(index, size)
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Service) GetEntries(ctx context.Context, req *connect.Request[ledgerv1.
 	size := s.log.Size()
 	if start >= size {
 		return nil, connect.NewError(connect.CodeOutOfRange, fmt.Errorf(
-			"start %d is not below the latest checkpoint's size %d; ask for entries from 0 to %d", start, size, size))
+			"start %d is not below the latest checkpoint's size %d; ask for a start below it (GetCheckpoint has the size)", start, size))
 	}
 	if count == 0 || count > MaxEntries {
 		count = MaxEntries
