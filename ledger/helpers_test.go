@@ -46,6 +46,7 @@ type agent struct {
 	keyID string
 	seq   uint64
 	prev  string
+	epoch time.Duration // shifts receipt times, so a restarted chain differs in bytes
 }
 
 func newAgent(n int) *agent {
@@ -63,7 +64,7 @@ func (a *agent) sign(t testing.TB, seq uint64, prev string) []byte {
 	t.Helper()
 	r := &receipt.Receipt{
 		Seq:          seq,
-		Time:         time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Millisecond),
+		Time:         time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC).Add(a.epoch + time.Duration(seq)*time.Millisecond),
 		Decision:     receipt.Deny,
 		Server:       "bank",
 		Tool:         "transfer",

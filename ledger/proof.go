@@ -69,6 +69,10 @@ func (l *Log) ConsistencyProof(from, to uint64) ([][]byte, error) {
 			return fmt.Errorf("%w: consistency proof from tree size %d to %d: want from <= to <= %d, the log's size",
 				ErrRange, from, to, cur)
 		}
+		if from == 0 { // SPEC: https://c2sp.org/tlog-witness: from size 0 the proof is empty
+			hashes = [][]byte{}
+			return nil
+		}
 		nodes, err := proof.Consistency(from, to)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrRange, err)

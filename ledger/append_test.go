@@ -1,0 +1,263 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+)
+
+// snapshot is what a refused Append must leave unchanged.
+type snapshot struct {
+	size  uint64
+	cp    string
+	heads map[string]Head
+	file  [32]byte
+}
+
+func (tl *testLog) snapshot(t *testing.T, agents ...*agent) snapshot {
+	t.Helper()
+	s := snapshot{size: tl.Size(), cp: string(tl.Checkpoint()), heads: map[string]Head{}}
+	for _, a := range agents {
+		if h, ok, err := tl.Head(a.keyID); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			s.heads[a.keyID] = h
+		}
+	}
+	b, err := os.ReadFile(tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.file = sha256.Sum256(b)
+	return s
+}
+
+func hexHash(b []byte) string {
+	h := receipt.Hash(b)
+	return hex.EncodeToString(h[:])
+}
+
+func TestAppendRefusals(t *testing.T) {
+	a, stranger := newAgent(1), newAgent(99)
+	tl := openTestLog(t, 0, a)
+	first := a.chain(t, 2) // stored below: seq 1, 2
+	tl.mustAppend(t, first...)
+	next := a.sign(t, 3, hexHash(first[1])) // the valid next receipt, never stored
+
+	badSig := bytes.Clone(next)
+	i := bytes.Index(badSig, []byte(`"sig":"`)) + 10
+	badSig[i] ^= 'A' ^ 'B' // still base64, still canonical
+	if badSig[i] == next[i] {
+		badSig[i] = 'C'
+	}
+	nonCanonical := append([]byte("{ "), next[1:]...)
+	restarted := *a
+	restarted.epoch = time.Hour // the agent lost its state and began again
+
+	tests := []struct {
+		name     string
+		receipts [][]byte
+		kind     error
+		say      []string // the error must name these
+	}{
+		{"broken signature", [][]byte{badSig}, ErrInvalid, []string{"receipt 0", "seq 3", a.keyID, "signature"}},
+		{"unknown key", [][]byte{stranger.sign(t, 1, receipt.FirstPrev)}, ErrUnknownKey, []string{"receipt 0", stranger.keyID, "--agents"}},
+		{"wrong prev", [][]byte{a.sign(t, 3, strings.Repeat("ab", 32))}, ErrChain, []string{"receipt 0", "seq 3", "prev"}},
+		{"skipped seq", [][]byte{a.sign(t, 4, hexHash(first[1]))}, ErrChain, []string{"seq 4", "next is seq 3"}},
+		{"seq restart", [][]byte{restarted.sign(t, 1, receipt.FirstPrev)}, ErrChain, []string{"seq 1", "next is seq 3"}},
+		{"first receipt not seq 1", [][]byte{newAgentEnrolled(tl, 5).sign(t, 2, strings.Repeat("ab", 32))}, ErrChain, []string{"seq 2", "first must be seq 1"}},
+		{"garbage", [][]byte{[]byte("\x00\xffnot json")}, ErrInvalid, []string{"receipt 0"}},
+		{"empty", [][]byte{{}}, ErrInvalid, []string{"receipt 0"}},
+		{"non-canonical JSON", [][]byte{nonCanonical}, ErrInvalid, []string{"receipt 0", "canonical"}},
+		{"oversized", [][]byte{bytes.Repeat([]byte{' '}, receipt.MaxSize+1)}, ErrInvalid, []string{"receipt 0", "limit"}},
+		{"good then bad", [][]byte{next, a.sign(t, 5, strings.Repeat("cd", 32))}, ErrChain, []string{"receipt 1", "seq 5"}},
+		{"good then garbage", [][]byte{next, []byte("{}")}, ErrInvalid, []string{"receipt 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tl.snapshot(t, a)
+			idx, err := tl.Append(context.Background(), tt.receipts)
+			if !errors.Is(err, tt.kind) || idx != nil {
+				t.Fatalf("Append = %v, %v; want nil and an error wrapping %v", idx, err, tt.kind)
+			}
+			for _, k := range []error{ErrInvalid, ErrUnknownKey, ErrChain, ErrNotFound, ErrRange, ErrClosed, ErrStorage} {
+				if k != tt.kind && errors.Is(err, k) {
+					t.Errorf("error %q also wraps %v", err, k)
+				}
+			}
+			for _, s := range tt.say {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if after := tl.snapshot(t, a); after.size != before.size || after.cp != before.cp ||
+				after.file != before.file || len(after.heads) != len(before.heads) || after.heads[a.keyID] != before.heads[a.keyID] {
+				t.Errorf("a refused Append changed the log: before %+v, after %+v", before, after)
+			}
+		})
+	}
+	// The valid next receipt is still accepted after all that.
+	if idx := tl.mustAppend(t, next); idx[0] != 2 {
+		t.Fatalf("next receipt stored at %d, want 2", idx[0])
+	}
+}
+
+// newAgentEnrolled returns a new agent enrolled in tl.
+func newAgentEnrolled(tl *testLog, n int) *agent {
+	a := newAgent(n)
+	tl.agents.enroll(a.pub())
+	return a
+}
+
+func TestAppendReplay(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	rs := a.chain(t, 3)
+	want := tl.mustAppend(t, rs...)
+	before := tl.snapshot(t, a)
+	for _, batch := range [][][]byte{rs, {rs[1]}, {rs[2], rs[2], rs[0]}} {
+		got := tl.mustAppend(t, batch...)
+		for i, r := range batch {
+			if j := slicesIndex(rs, r); got[i] != want[j] {
+				t.Errorf("replayed receipt %d got index %d, want %d", i, got[i], want[j])
+			}
+		}
+	}
+	if after := tl.snapshot(t, a); after.size != before.size || after.file != before.file || after.cp != before.cp {
+		t.Errorf("replays changed the log: size %d -> %d", before.size, after.size)
+	}
+	// A new receipt and a duplicate of it in one request share an index.
+	n := a.next(t)
+	if got := tl.mustAppend(t, n, n); got[0] != 3 || got[1] != 3 {
+		t.Errorf("new receipt sent twice in one request got %v, want [3 3]", got)
+	}
+}
+
+func slicesIndex(s [][]byte, b []byte) int {
+	for i := range s {
+		if bytes.Equal(s[i], b) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestAppendLimits(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 4, a)
+	if _, err := tl.Append(context.Background(), a.chain(t, 5)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limit of 4") {
+		t.Errorf("Append of 5 with MaxBatch 4 = %v, want ErrInvalid naming the limit", err)
+	}
+	if idx, err := tl.Append(context.Background(), nil); err != nil || len(idx) != 0 {
+		t.Errorf("Append(nil) = %v, %v", idx, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a2 := newAgent(1)
+	if _, err := tl.Append(ctx, a2.chain(t, 1)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Append with a done ctx = %v, want context.Canceled", err)
+	}
+	tl.Close()
+	if _, err := tl.Append(context.Background(), newAgent(1).chain(t, 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Append after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestBadRequestSparesItsBatch commits three requests in one group: the
+// bad one in the middle is refused, the others are stored.
+func TestBadRequestSparesItsBatch(t *testing.T) {
+	a, b := newAgent(1), newAgent(2)
+	tl := openTestLog(t, 0, a, b)
+	mk := func(rs ...[]byte) *request {
+		req := &request{done: make(chan result, 1)}
+		for i, r := range rs {
+			it, err := tl.check(i, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.items = append(req.items, it)
+		}
+		return req
+	}
+	good1 := mk(a.chain(t, 2)...)
+	bad := mk(b.sign(t, 2, strings.Repeat("ab", 32))) // seq 2 first: refused
+	good2 := mk(b.chain(t, 1)[0], a.next(t))
+	tl.commit([]*request{good1, bad, good2}) // the committer is idle: no Append is running
+	r1, rb, r2 := <-good1.done, <-bad.done, <-good2.done
+	if r1.err != nil || r2.err != nil || !errors.Is(rb.err, ErrChain) {
+		t.Fatalf("results: %v, %v, %v; want ok, ErrChain, ok", r1.err, rb.err, r2.err)
+	}
+	if got := append(r1.indexes, r2.indexes...); !equalUints(got, []uint64{0, 1, 2, 3}) {
+		t.Fatalf("indexes %v, want [0 1 2 3]", got)
+	}
+	if tl.Size() != 4 {
+		t.Fatalf("size %d, want 4", tl.Size())
+	}
+}
+
+func equalUints(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConcurrentAppends has several agents append their chains at once,
+// each also resending some receipts.
+func TestConcurrentAppends(t *testing.T) {
+	const agents, perAgent = 8, 60
+	var as []*agent
+	for i := range agents {
+		as = append(as, newAgent(i))
+	}
+	tl := openTestLog(t, 16, as...)
+	var wg sync.WaitGroup
+	for _, a := range as {
+		chain := a.chain(t, perAgent)
+		wg.Go(func() {
+			for i := 0; i < len(chain); {
+				k := min(1+i%5, len(chain)-i)
+				batch := chain[i:min(i+k, len(chain))]
+				if i > 0 {
+					batch = append([][]byte{chain[i-1]}, batch...) // a replay
+				}
+				if _, err := tl.Append(context.Background(), batch); err != nil {
+					t.Error(err)
+					return
+				}
+				i += k
+			}
+		})
+	}
+	wg.Wait()
+	if tl.Size() != agents*perAgent {
+		t.Fatalf("size %d, want %d", tl.Size(), agents*perAgent)
+	}
+	for _, a := range as {
+		if h, ok, err := tl.Head(a.keyID); err != nil || !ok || h.Seq != perAgent {
+			t.Errorf("head of %s = %+v, %v, %v; want seq %d", a.keyID, h, ok, err, perAgent)
+		}
+	}
+	tl.Close()
+	rep, err := Fsck(context.Background(), tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != agents*perAgent || rep.Agents != agents {
+		t.Fatalf("fsck: %v", rep)
+	}
+}
