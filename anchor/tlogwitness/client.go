@@ -73,7 +73,7 @@ var (
 	ErrBadRequest   = errors.New("the witness rejected the request (400)")
 	ErrInconsistent = errors.New("the witness refuses the checkpoint as inconsistent with the one it cosigned before (422)")
 	ErrRefused      = errors.New("the witness refused the checkpoint")
-	ErrUnavailable  = errors.New("the witness is unavailable")
+	ErrUnavailable  = errors.New("the witness did not answer (network error, 429 or 5xx)")
 )
 
 // maxProofLines is the protocol's limit on consistency proof lines.
