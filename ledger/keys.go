@@ -41,7 +41,7 @@ func VerifierKey(skey string) (string, error) {
 	if _, err := note.NewSigner(skey); err != nil {
 		return "", fmt.Errorf("log key: %w", err)
 	}
-	parts := strings.Split(skey, "+") // PRIVATE, KEY, name, hash, key; checked by NewSigner
+	parts := strings.SplitN(skey, "+", 5) // PRIVATE, KEY, name, hash, key (base64 may hold "+"); checked by NewSigner
 	key, err := base64.StdEncoding.DecodeString(parts[4])
 	if err != nil || len(key) != 1+ed25519.SeedSize || key[0] != 1 {
 		return "", errors.New("log key: not an Ed25519 note key")
