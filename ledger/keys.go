@@ -30,8 +30,11 @@ const (
 // string.
 func GenerateKey(origin string) (skey, vkey string, err error) {
 	skey, vkey, err = note.GenerateKey(rand.Reader, origin)
+	if err == nil {
+		_, err = note.NewSigner(skey) // GenerateKey does not check the name
+	}
 	if err != nil {
-		return "", "", fmt.Errorf("generate log key for origin %q: %w (an origin is non-empty and has no spaces or '+')", origin, err)
+		return "", "", fmt.Errorf("generate log key for origin %q: %w; an origin is non-empty, without spaces or '+', e.g. bank.example/ledger", origin, err)
 	}
 	return skey, vkey, nil
 }

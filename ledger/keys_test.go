@@ -1,0 +1,140 @@
+package ledger
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+)
+
+func TestKeyFiles(t *testing.T) {
+	skey, vkey, err := GenerateKey("bank.example/ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := VerifierKey(skey); err != nil || got != vkey {
+		t.Fatalf("VerifierKey = %q, %v; want %q", got, err, vkey)
+	}
+	path := filepath.Join(t.TempDir(), "log.key")
+	if err := WriteKey(path, skey); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+		text string
+	}{{path, 0o600, skey + "\n"}, {path + ".vkey", 0o644, vkey + "\n"}} {
+		fi, err := os.Stat(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(f.path)
+		if fi.Mode().Perm() != f.mode || string(b) != f.text {
+			t.Errorf("%s: mode %04o, content %q; want %04o, %q", f.path, fi.Mode().Perm(), b, f.mode, f.text)
+		}
+	}
+	if err := WriteKey(path, skey); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("WriteKey over an existing file = %v", err)
+	}
+	s, err := LoadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadVerifier(" " + vkey + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := signCheckpoint(s, s.Name(), 7, make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _, err := log.ParseCheckpoint(cp, "bank.example/ledger", v); err != nil || c.Size != 7 {
+		t.Fatalf("checkpoint signed with the loaded key: %v, %v", c, err)
+	}
+}
+
+func TestLoadSignerRefuses(t *testing.T) {
+	dir := t.TempDir()
+	skey, _, _ := GenerateKey("o")
+	write := func(name, text string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		path string
+		want string
+	}{
+		{write("readable", skey, 0o644), "chmod 600 " + filepath.Join(dir, "readable")},
+		{write("group", skey, 0o640), "chmod 600"},
+		{write("vkey-not-skey", "o+12345678+AAAA", 0o600), "PRIVATE+KEY"},
+		{write("garbage", "hello", 0o600), "PRIVATE+KEY"},
+		{write("huge", strings.Repeat("A", 5000), 0o600), "larger than"},
+		{filepath.Join(dir, "missing"), "bankdoor ledger keygen"},
+		{dir, "not a regular file"},
+	}
+	for _, tt := range tests {
+		if _, err := LoadSigner(tt.path); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("LoadSigner(%s) = %v; want an error saying %q", filepath.Base(tt.path), err, tt.want)
+		}
+	}
+	for _, origin := range []string{"", "has space", "a+b"} {
+		if _, _, err := GenerateKey(origin); err == nil {
+			t.Errorf("GenerateKey(%q) succeeded", origin)
+		}
+	}
+	if _, err := LoadVerifier("PRIVATE+KEY+o+00000000+AA=="); err == nil {
+		t.Error("LoadVerifier accepted a signer key")
+	}
+	if _, err := VerifierKey("o+12345678+AAAA"); err == nil {
+		t.Error("VerifierKey accepted a verifier key")
+	}
+}
+
+// TestOpenRefuses checks the options and file checks of Open.
+func TestOpenRefuses(t *testing.T) {
+	s, _ := testKeys(t)
+	agents := &agentSet{}
+	otherSkey, _, _ := GenerateKey("other.example/log")
+	other, err := note.NewSigner(otherSkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no signer", Options{Origin: testOrigin, Agents: agents}, "Signer"},
+		{"no agents", Options{Origin: testOrigin, Signer: s}, "Agents"},
+		{"no origin", Options{Signer: s, Agents: agents}, "--origin"},
+		{"origin is not the key's name", Options{Origin: "x", Signer: s, Agents: agents}, `does not match the log key's name`},
+		{"negative batch", Options{Origin: testOrigin, Signer: s, Agents: agents, MaxBatch: -1}, "MaxBatch"},
+	}
+	for _, tt := range tests {
+		if _, err := Open(path, tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Open = %v; want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	l, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents}); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("second Open of a held file = %v; want an error naming it", err)
+	}
+	l.Close()
+	_, err = Open(path, Options{Origin: other.Name(), Signer: other, Agents: agents})
+	if err == nil || !strings.Contains(err.Error(), `origin "ledger.example/test"`) {
+		t.Errorf("Open with another origin = %v; want an error naming the file's origin", err)
+	}
+}
