@@ -1,0 +1,133 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/transparency-dev/merkle/compact"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+)
+
+// corruption changes one thing in a closed ledger file through bbolt.
+type corruption struct {
+	name string
+	edit func(tx *bolt.Tx) error
+	want string // Fsck's error must say this
+}
+
+func put(bucket string, k, v []byte) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Put(k, v) }
+}
+
+func del(bucket string, k []byte) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Delete(k) }
+}
+
+func get(tx *bolt.Tx, bucket string, k []byte) []byte {
+	return append([]byte(nil), tx.Bucket([]byte(bucket)).Get(k)...)
+}
+
+func TestFsckFindsCorruption(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	rs := a.chain(t, 20)
+	tl.mustAppend(t, rs[:7]...)
+	tl.mustAppend(t, rs[7:]...)
+	tl.Close()
+	good, err := os.ReadFile(tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, node := store.IndexKey, func(l uint, i uint64) []byte { return store.NodeKey(compact.NewNodeID(l, i)) }
+	tests := []corruption{
+		{"entry replaced", put("entries", key(5), rs[6]), "entry 5: the leaf index maps"},
+		{"entry missing", del("entries", key(5)), "entry 5 is missing"},
+		{"last entry missing", del("entries", key(19)), "entries stop at 19"},
+		{"entry beyond size", put("entries", key(20), rs[0]), "entry 20 is beyond"},
+		{"leaf index wrong", put("leaves", hasher.HashLeaf(rs[3]), key(4)), "entry 3: the leaf index maps"},
+		{"leaf index missing", del("leaves", hasher.HashLeaf(rs[3])), "entry 3: its leaf hash"},
+		{"leaf index extra", put("leaves", make([]byte, 32), key(1)), "leaf index holds 21"},
+		{"leaf node changed", put("nodes", node(0, 4), make([]byte, 32)), "node (level 0, index 4) is 0000"},
+		{"inner node missing", del("nodes", node(2, 3)), "node (level 2, index 3) is missing"},
+		{"node extra", put("nodes", node(0, 20), make([]byte, 32)), "nodes are stored"},
+		{"head wrong", func(tx *bolt.Tx) error {
+			h, _ := store.ParseHead(get(tx, "heads", []byte(a.keyID)))
+			h.Seq--
+			return put("heads", []byte(a.keyID), store.EncodeHead(h))(tx)
+		}, "head of key_id " + a.keyID},
+		{"head extra", put("heads", []byte("0000000000000000"), store.EncodeHead(store.Head{Seq: 1})), "head of key_id 0000000000000000"},
+		{"head missing", del("heads", []byte(a.keyID)), "agent heads are stored"},
+		{"size smaller", put("meta", []byte("size"), key(19)), "entry 19 is beyond"},
+		{"checkpoint of another tree", func(tx *bolt.Tx) error {
+			s, _ := testKeys(t)
+			cp, err := signCheckpoint(s, testOrigin, 20, make([]byte, 32))
+			if err != nil {
+				return err
+			}
+			return put("meta", []byte("checkpoint"), cp)(tx)
+		}, "stored checkpoint has size 20 and root 0000"},
+		{"checkpoint not a note", put("meta", []byte("checkpoint"), []byte("hello")), "not a signed note"},
+		{"unknown version", put("meta", []byte("version"), []byte("2")), `version is "2"`},
+		{"chain broken", func(tx *bolt.Tx) error { // entries 8 and 9 swapped, with their leaf index
+			return errors.Join(put("entries", key(8), rs[9])(tx), put("entries", key(9), rs[8])(tx),
+				put("leaves", hasher.HashLeaf(rs[9]), key(8))(tx), put("leaves", hasher.HashLeaf(rs[8]), key(9))(tx))
+		}, "entry 8 (seq 10, key_id " + a.keyID + ") does not extend"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			if err := os.WriteFile(path, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(tt.edit); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			_, err = Fsck(context.Background(), path)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Fsck = %v; want ErrCorrupt naming %s and saying %q", err, path, tt.want)
+			}
+		})
+	}
+}
+
+// TestOpenRefusesMismatchedTree: a stored node on the right edge that
+// does not match the checkpoint stops Open.
+func TestOpenRefusesMismatchedTree(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	tl.mustAppend(t, a.chain(t, 20)...)
+	tl.Close()
+	db, err := bolt.Open(tl.path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(put("nodes", store.NodeKey(compact.NewNodeID(4, 0)), make([]byte, 32))); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(tl.path, tl.opts); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "fsck") {
+		t.Fatalf("Open of a file whose nodes do not match its checkpoint = %v; want ErrStorage suggesting fsck", err)
+	}
+}
+
+func TestFsckHeldOrMissing(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	if _, err := Fsck(context.Background(), tl.path); err == nil || !strings.Contains(err.Error(), "another process holds it") {
+		t.Errorf("Fsck of an open ledger = %v; want a lock error", err)
+	}
+	if _, err := Fsck(context.Background(), filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Error("Fsck of a missing file succeeded")
+	}
+}
