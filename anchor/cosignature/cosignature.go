@@ -173,7 +173,7 @@ func Merge(checkpoint []byte, logKey note.Verifier, cosignatures ...[]byte) ([]b
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Hash, b.Hash), cmp.Compare(a.Base64, b.Base64))
 	})
 	sigs = slices.CompactFunc(sigs, func(a, b note.Signature) bool { return a.Name == b.Name && a.Hash == b.Hash })
-	n.Sigs = append(n.Sigs, sigs...)
+	n.Sigs, n.UnverifiedSigs = append(n.Sigs, sigs...), nil // Sign writes both lists
 	return note.Sign(n)
 }
 
