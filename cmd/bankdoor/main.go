@@ -9,8 +9,8 @@
 //	bankdoor pin [--policy P --server S --write] -- CMD ARGS...
 //	bankdoor lint --policy P
 //	bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
-//	bankdoor proxy --policy P --server S [--receipts DIR] -- CMD ARGS...
-//	bankdoor verify DIR --pub PEM [--policy P]
+//	bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
+//	bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
 //	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
 //	bankdoor ledger fsck --db PATH
@@ -36,8 +36,8 @@ Usage:
     bankdoor pin [--policy P --server S --write] -- CMD ARGS...
     bankdoor lint --policy P
     bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
-    bankdoor proxy --policy P --server S [--receipts DIR] -- CMD ARGS...
-    bankdoor verify DIR --pub PEM [--policy P]
+    bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
+    bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
     bankdoor ledger fsck --db PATH

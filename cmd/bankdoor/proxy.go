@@ -23,12 +23,14 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] -- CMD ARGS...")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
 	maxFrame := fs.Int("max-frame", proxy.DefaultMaxFrame, "largest JSON-RPC line accepted from the agent, in bytes")
 	verbose := fs.Bool("v", false, "log every decision to stderr")
+	var lf ledgerFlags
+	lf.register(fs)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -38,6 +40,9 @@ func cmdProxy(e *env, args []string) int {
 	}
 	if len(pos) > 0 || len(argv) == 0 {
 		return fail(e, exitUsage, "proxy: give the bank server's command after --, e.g. -- npx -y bankmcp")
+	}
+	if err := lf.check(); err != nil {
+		return fail(e, exitUsage, "proxy: %v", err)
 	}
 	p, err := policy.Load(*policyPath)
 	if err != nil {
@@ -49,11 +54,22 @@ func cmdProxy(e *env, args []string) int {
 	for _, pr := range policy.Lint(p) {
 		fmt.Fprintf(e.stderr, "bankdoor proxy: warning: %s\n", pr)
 	}
-	rec, closeRec, err := openRecorder(e, p, *server, *receipts)
+	rec, key, closeRec, err := openRecorder(e, p, *server, *receipts)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}
 	defer closeRec()
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})).With("bankdoor", "proxy")
+	ship, err := startShipping(e, &lf, *receipts, key, logger)
+	if err != nil {
+		return fail(e, exitFailure, "proxy: %v", err)
+	}
+	defer ship.stop() // before closeRec: the final attempt reads the directory
+	rec.Notify = ship.sh.Notify
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,11 +77,6 @@ func cmdProxy(e *env, args []string) int {
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})).With("bankdoor", "proxy")
 	r := proxy.New(proxy.Config{
 		Policy: p, Server: *server, Gate: gate.New(p), Recorder: rec,
 		Logger: logger, MaxFrame: *maxFrame,
@@ -78,22 +89,22 @@ func cmdProxy(e *env, args []string) int {
 
 // openRecorder loads the signing key and opens the receipts directory, so
 // that a proxy that could not leave evidence never starts.
-func openRecorder(e *env, p *policy.Policy, server, dir string) (proxy.Recorder, func(), error) {
+func openRecorder(e *env, p *policy.Policy, server, dir string) (*proxy.ReceiptRecorder, ed25519.PrivateKey, func(), error) {
 	keyDir, err := agentkey.Dir()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	key, err := loadOrCreateKey(e, keyDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w, err := receipt.OpenWriter(dir, key)
 	if err != nil {
 		abs, _ := filepath.Abs(dir)
-		return nil, nil, fmt.Errorf("--receipts %s: %v (give a writable directory with --receipts DIR; MCP clients often start servers in / or $HOME)", abs, err)
+		return nil, nil, nil, fmt.Errorf("--receipts %s: %v (give a writable directory with --receipts DIR; MCP clients often start servers in / or $HOME)", abs, err)
 	}
 	rec := &proxy.ReceiptRecorder{W: w, Server: server, PolicyID: p.ID, PolicySHA256: p.SHA256}
-	return rec, func() { w.Close() }, nil
+	return rec, key, func() { w.Close() }, nil
 }
 
 // loadOrCreateKey loads the signing key, creating one on the very first

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+)
+
+// Timeouts of the connection to a remote ledger. Each call is also bounded
+// by its caller's context.
+const (
+	ledgerDialTimeout   = 5 * time.Second
+	ledgerHeaderTimeout = 15 * time.Second
+	ledgerCallTimeout   = 30 * time.Second
+	ledgerMaxResponse   = 64 << 20 // GetEntries: 1000 receipts of at most 16 KiB, with room
+)
+
+// remoteFlags name a remote ledger: its URL, the CA that issued its
+// certificate, and the environment variable holding a bearer token (so
+// the token is not in the process list).
+type remoteFlags struct {
+	url, ca, tokenEnv string
+}
+
+func (f *remoteFlags) register(fs *flag.FlagSet, urlHelp string) {
+	fs.StringVar(&f.url, "ledger", "", urlHelp)
+	fs.StringVar(&f.ca, "ledger-ca", "", "PEM CA certificates that issued the --ledger server's certificate (a private CA); default: the system's")
+	fs.StringVar(&f.tokenEnv, "ledger-token-env", "", "name of an environment variable holding a bearer token for --ledger")
+}
+
+// client returns a Connect client (Connect protocol, HTTP/1.1) for the
+// ledger at f.url.
+func (f *remoteFlags) client() (ledgerv1connect.LedgerServiceClient, error) {
+	u, err := parseLedgerURL(f.url)
+	if err != nil {
+		return nil, err
+	}
+	tlsConf, err := f.tlsConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	var opts []connect.ClientOption
+	if f.tokenEnv != "" {
+		tok, err := f.token(u)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, connect.WithInterceptors(bearer(tok)))
+	}
+	opts = append(opts, connect.WithReadMaxBytes(ledgerMaxResponse))
+	return ledgerv1connect.NewLedgerServiceClient(ledgerHTTPClient(tlsConf), u.String(), opts...), nil
+}
+
+// parseLedgerURL accepts an http or https URL with a host and nothing
+// after the path.
+func parseLedgerURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger %q: %v", s, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("--ledger %q: want an http:// or https:// URL, like https://ledger.example:8443", s)
+	case u.Host == "":
+		return nil, fmt.Errorf("--ledger %q: no host; want a URL like https://ledger.example:8443", s)
+	case u.User != nil:
+		return nil, fmt.Errorf("--ledger %q: credentials in the URL show in process listings; put a bearer token in an environment variable and name it with --ledger-token-env", u.Redacted())
+	case u.RawQuery != "" || u.Fragment != "":
+		return nil, fmt.Errorf("--ledger %q: a ledger URL has no query or fragment", s)
+	}
+	return u, nil
+}
+
+func (f *remoteFlags) tlsConfig(u *url.URL) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.ca == "" {
+		return c, nil
+	}
+	if u.Scheme != "https" {
+		return nil, fmt.Errorf("--ledger-ca is for an https:// --ledger; %s is plain HTTP", u.Redacted())
+	}
+	pem, err := os.ReadFile(f.ca)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger-ca: %w", err)
+	}
+	c.RootCAs = x509.NewCertPool()
+	if !c.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ledger-ca: %s holds no PEM CERTIFICATE block; give the CA certificate that issued the ledger's", f.ca)
+	}
+	return c, nil
+}
+
+// token reads the bearer token, and refuses to send it in clear text
+// anywhere but to this machine.
+func (f *remoteFlags) token(u *url.URL) (string, error) {
+	tok := os.Getenv(f.tokenEnv)
+	if tok == "" {
+		return "", fmt.Errorf("--ledger-token-env %s: the environment variable %s is unset or empty; set it to the ledger's bearer token", f.tokenEnv, f.tokenEnv)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return "", fmt.Errorf("--ledger-token-env: a bearer token would cross the network in clear text to %s; use an https:// --ledger URL", u.Host)
+	}
+	return tok, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ledgerHTTPClient speaks HTTP/1.1 with bounded dial, TLS handshake,
+// response header and whole-call times.
+func ledgerHTTPClient(tlsConf *tls.Config) *http.Client {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	return &http.Client{
+		Timeout: ledgerCallTimeout,
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: ledgerDialTimeout}).DialContext,
+			TLSClientConfig:       tlsConf,
+			TLSHandshakeTimeout:   ledgerDialTimeout,
+			ResponseHeaderTimeout: ledgerHeaderTimeout,
+			IdleConnTimeout:       90 * time.Second,
+			Protocols:             &protos,
+		},
+	}
+}
+
+// bearer sets "Authorization: Bearer TOKEN" (RFC 6750) on every call.
+func bearer(token string) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set("Authorization", "Bearer "+token)
+			return next(ctx, req)
+		}
+	}
+}
