@@ -1,5 +1,6 @@
 // Package verifier checks bankdoor receipts offline, with nothing but the
-// agent's public key.
+// agent's public key, and online against a ledger ([VerifyInLog], in
+// online.go).
 //
 // [VerifyDir] checks a receipts directory (the format is in package
 // github.com/bankdoor/bankdoor/ledger/receipt) in seq order, and stops at

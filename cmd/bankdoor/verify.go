@@ -1,17 +1,27 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/proxy/policy"
 	"github.com/bankdoor/bankdoor/verifier"
 )
 
+// verifyTimeout bounds the online checks against a ledger.
+const verifyTimeout = 5 * time.Minute
+
 func cmdVerify(e *env, args []string) int {
-	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P]")
+	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]")
 	pubPath := fs.String("pub", "", "the agent's public key (SPKI PEM, bankdoor.pub.pem) (required)")
 	policyPath := fs.String("policy", "", "also require every receipt's policy_sha256 to be this policy file's")
+	var remote remoteFlags
+	remote.register(fs, "also prove every receipt is in the ledger at this URL (bankdoor ledger serve), against its signed checkpoint")
+	logKey := fs.String("log-key", "", "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger)")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -25,6 +35,10 @@ func cmdVerify(e *env, args []string) int {
 	pub, err := agentkey.LoadPublic(*pubPath)
 	if err != nil {
 		return fail(e, exitUsage, "verify: --pub: %v", err)
+	}
+	online, err := onlineCheck(&remote, *logKey)
+	if err != nil {
+		return fail(e, exitUsage, "verify: %v", err)
 	}
 	var opts verifier.Options
 	if *policyPath != "" {
@@ -40,5 +54,46 @@ func cmdVerify(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "%s: ok: %d receipts, seq %d..%d, key_id %s, head %x\n",
 		pos[0], len(rep.Receipts), rep.FirstSeq, rep.LastSeq, rep.KeyID, rep.Head)
-	return exitOK
+	if online == nil {
+		return exitOK
+	}
+	return online(e, rep)
+}
+
+// onlineCheck checks the --ledger and --log-key flags and returns the
+// check to run after the offline one, or nil if there is none.
+func onlineCheck(remote *remoteFlags, logKey string) (func(*env, *verifier.Report) int, error) {
+	if remote.url == "" {
+		if logKey != "" || remote.ca != "" || remote.tokenEnv != "" {
+			return nil, errors.New("--log-key, --ledger-ca and --ledger-token-env are for the online check: give the ledger's URL with --ledger")
+		}
+		return nil, nil
+	}
+	if logKey == "" {
+		return nil, errors.New("--ledger needs --log-key VKEY, the ledger's verifier key (bankdoor ledger keygen prints it and writes it to FILE.vkey)")
+	}
+	v, err := ledger.LoadVerifier(logKey)
+	if err != nil {
+		return nil, fmt.Errorf("--log-key: %v; pass the key itself, e.g. --log-key \"$(cat ledger.key.vkey)\"", err)
+	}
+	client, err := remote.client()
+	if err != nil {
+		return nil, err
+	}
+	return func(e *env, rep *verifier.Report) int {
+		ctx, cancel := context.WithTimeout(context.Background(), verifyTimeout)
+		defer cancel()
+		lr, err := verifier.VerifyInLog(ctx, rep, client, v)
+		var ve *verifier.Error
+		var nl *verifier.NotInLogError
+		switch {
+		case errors.As(err, &ve) || errors.As(err, &nl):
+			return fail(e, exitFailure, "verify: FAILED: --ledger %s: %v", remote.url, err)
+		case err != nil:
+			return fail(e, exitFailure, "verify: --ledger %s: %v", remote.url, err)
+		}
+		fmt.Fprintf(e.stdout, "%s: ok: %d receipts in the log %s, checkpoint size %d, root %x\n",
+			rep.Dir, len(rep.Receipts), lr.Origin, lr.Size, lr.Root)
+		return exitOK
+	}, nil
 }
