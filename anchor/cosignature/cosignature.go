@@ -20,14 +20,21 @@
 // # Example
 //
 // A checkpoint of size 3 signed by the log "bankdoor.example/ledger" and
-// cosigned by the witness "witness.example":
+// cosigned by the witness "witness.example" (ExamplePolicy_Verify checks it):
 //
 //	bankdoor.example/ledger
 //	3
-//	x9XqKJ6PnN6Q3/CtT9u6NEnd4fnQV6mpg2Qzr8B3E3M=
+//	qdtHs0Ej/GnuFYt6mGfczLAqFIJYX5qxBCABgprMwQ4=
 //
-//	— bankdoor.example/ledger Az3grlgbTRW0eIwYmjzjR5iLzS8OY3k7b3mIjPHchGdIuVY+hQJkR7IFOm3F7OmHJZ7UtsAIxYsFhc6AHvj9lLmtDAw=
-//	— witness.example T5Zs3wAAAABnQfSvV0fkqpxb1ZpBJ0xrA8sIN6xhK1TI82+G7aVBHSv4l2ZkP4UKx6Bzi3gYUcHNr51fQ6Dkd1BqWiDnC54o5/cHDw==
+//	— bankdoor.example/ledger 61Au/x6Ln5uAj0dsuc2hYudD58Qr7nSOrwm4QmEB/H7xNY7qmJ70sc+hBcrXo0FmxJX9ECXfALjd5mnMThP+3oxhKgw=
+//	— witness.example Ni3uBQAAAABrERu2CJ1Bv4LlXh/CI+K+wFdmLzG0hqVVennmYou21l1cE5WjKLPdB9izxtfM2hiYGGsoNG056ljWwUrBZUgzXxY5Dg==
+//
+// The log's verifier key is
+// bankdoor.example/ledger+eb502eff+AdT/OXBWCjm7KUkIgvV/zIasiyt6Xzzo8zwuM+LKer0n
+// and the witness's is
+// witness.example+362dee05+BIVqbfwoOPqbFIDmDmz70Ihn+9AEbjXOUr3wuFmhgJ58.
+// The witness line decodes to the key hash 362dee05, the timestamp
+// 0x000000006b111bb6 and the 64-byte signature.
 //
 // Verifier keys use the note vkey format, name+hash+base64(type || key):
 // the log's is a note Ed25519 key (type 0x01); a witness's is a

@@ -11,17 +11,21 @@
 //	\n
 //	<the checkpoint: a signed note (https://c2sp.org/tlog-checkpoint)>
 //
-// For example, the witness last cosigned size 2 and the log is now at size 3:
+// For example, the witness last cosigned size 2 and the log is now at size 3
+// (the consistency proof from 2 to 3 is one hash):
 //
 //	old 2
-//	TZ6CxqNBD6VHnY2wd6TScaZXP9k1ci/F8Sr+ZA+tRpc=
-//	XXNv1rtOgZ9wgeMY/6TyhGWv1++Ybb2nLyv8hmqo0JA=
+//	UCUNgUAV5NIH9PLnByvvYkXzDeRUbp+/tQfWOdDLHvM=
 //
 //	bankdoor.example/ledger
 //	3
-//	x9XqKJ6PnN6Q3/CtT9u6NEnd4fnQV6mpg2Qzr8B3E3M=
+//	qdtHs0Ej/GnuFYt6mGfczLAqFIJYX5qxBCABgprMwQ4=
 //
-//	— bankdoor.example/ledger Az3grlgbTRW0eIwYmjzjR5iLzS8OY3k7b3mIjPHchGdIuVY+hQJkR7IFOm3F7OmHJZ7UtsAIxYsFhc6AHvj9lLmtDAw=
+//	— bankdoor.example/ledger 61Au/x6Ln5uAj0dsuc2hYudD58Qr7nSOrwm4QmEB/H7xNY7qmJ70sc+hBcrXo0FmxJX9ECXfALjd5mnMThP+3oxhKgw=
+//
+// and the witness answers 200 with its cosignature line:
+//
+//	— witness.example Ni3uBQAAAABrERu2CJ1Bv4LlXh/CI+K+wFdmLzG0hqVVennmYou21l1cE5WjKLPdB9izxtfM2hiYGGsoNG056ljWwUrBZUgzXxY5Dg==
 //
 // # Responses
 //
