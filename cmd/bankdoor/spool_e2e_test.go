@@ -1,0 +1,328 @@
+package main_test
+
+// End-to-end tests of the ledger behind the proxy, through the built
+// binaries: the embedded default ledger, and a remote `bankdoor ledger
+// serve` that is down when the proxy starts.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/ledger"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+)
+
+// deny calls transfer, which the gate always denies, and checks that the
+// answer names receipt seq.
+func deny(t *testing.T, s *mcptest.Session, seq uint64) {
+	t.Helper()
+	ctx := testContext(t, 30*time.Second)
+	_, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "transfer",
+		Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 5}})
+	if want := "receipt " + receipt.FileName(seq); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("transfer through the proxy: %v; want a deny naming %s\nstderr:\n%s", err, want, s.Stderr())
+	}
+}
+
+// receiptFiles returns the receipt files 1..n of dir.
+func receiptFiles(t *testing.T, dir string, n int) [][]byte {
+	t.Helper()
+	var files [][]byte
+	for seq := 1; seq <= n; seq++ {
+		b, err := os.ReadFile(filepath.Join(dir, receipt.FileName(uint64(seq))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, receipt.FileName(uint64(n+1)))); err == nil {
+		t.Fatalf("%s holds more than %d receipts", dir, n)
+	}
+	return files
+}
+
+func (w *world) keyID() string {
+	w.t.Helper()
+	pub, err := agentkey.LoadPublic(w.pub)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return agentkey.KeyID(pub)
+}
+
+func TestE2EEmbeddedLedger(t *testing.T) {
+	w := newWorld(t)
+	s := start(t, w.proxy(w.fixture()).Command(), nil)
+	for seq := range uint64(3) {
+		deny(t, s, seq+1)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
+	}
+	for _, line := range strings.Split(s.Stderr(), "\n") {
+		if strings.Contains(line, "ledger=") && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) {
+			t.Errorf("the proxy logged a ledger problem with the embedded ledger: %s", line)
+		}
+	}
+
+	// The ledger file is beside the receipts directory; its log key and
+	// the verifier key are in the key directory.
+	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	signer, err := ledger.LoadSigner(filepath.Join(w.home, "ledger.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "bankdoor.local/embedded/" + w.keyID(); signer.Name() != want {
+		t.Errorf("embedded ledger origin %q, want %q", signer.Name(), want)
+	}
+	pub, err := agentkey.LoadPublic(w.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneKey{w.keyID(), pub}})
+	if err != nil {
+		t.Fatalf("open the embedded ledger after the proxy exited: %v", err)
+	}
+	entries, err := l.Entries(0, 100)
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(receiptFiles(t, w.receipts, 3), entries); diff != "" {
+		t.Errorf("the embedded ledger does not hold exactly receipts 1..3 in order (-want +got):\n%s", diff)
+	}
+	if _, err := ledger.Fsck(context.Background(), db); err != nil {
+		t.Errorf("ledger.Fsck: %v", err)
+	}
+	if code, out := w.verify(w.receipts); code != 0 {
+		t.Errorf("bankdoor verify: exit %d\n%s", code, out)
+	}
+
+	// The embedded ledger file, served, verifies online.
+	vkey := readLine(t, filepath.Join(w.home, "ledger.key.vkey"))
+	url := w.serveLedger(db, filepath.Join(w.home, "ledger.key"), signer.Name(), "")
+	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", vkey); code != 0 || !strings.Contains(out, "3 receipts in the log "+signer.Name()) {
+		t.Errorf("bankdoor verify --ledger: exit %d\n%s", code, out)
+	}
+}
+
+type oneKey struct {
+	id  string
+	pub ed25519.PublicKey
+}
+
+func (k oneKey) Lookup(id string) (ed25519.PublicKey, bool) { return k.pub, id == k.id }
+
+func readLine(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ledgerKey makes a log key with bankdoor ledger keygen and returns its
+// file and verifier key.
+func (w *world) ledgerKey(origin string) (file, vkey string) {
+	w.t.Helper()
+	file = filepath.Join(w.t.TempDir(), "log.key")
+	w.bankdoor(0, "ledger", "keygen", "--out", file, "--origin", origin)
+	return file, readLine(w.t, file+".vkey")
+}
+
+// agentsDir returns a directory enrolling the world's agent key.
+func (w *world) agentsDir() string {
+	w.t.Helper()
+	dir := w.t.TempDir()
+	b, err := os.ReadFile(w.pub)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.pem"), b, 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	return dir
+}
+
+// serveLedger starts bankdoor ledger serve on addr ("" for a free port),
+// stops it at the end of the test, and returns its URL once it listens.
+func (w *world) serveLedger(db, logKey, origin, addr string) string {
+	w.t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	cmd := exec.Command(built.bankdoor, "ledger", "serve", "--db", db, "--addr", addr,
+		"--log-key", logKey, "--origin", origin, "--agents", w.agentsDir())
+	cmd.Env = mcptest.Env("BANKDOOR_HOME=" + w.home)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	var log syncBuf
+	urls := make(chan string, 1)
+	go func() {
+		listening := regexp.MustCompile(`listening on (https?://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.write(sc.Text() + "\n")
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	w.t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(30 * time.Second):
+		w.t.Fatalf("bankdoor ledger serve did not say where it listens:\n%s", log.String())
+		return ""
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) write(str string) { s.mu.Lock(); s.b.WriteString(str); s.mu.Unlock() }
+func (s *syncBuf) String() string   { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// freeAddr returns a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHead waits until the ledger's head for keyID is seq.
+func waitHead(t *testing.T, c ledgerv1connect.LedgerServiceClient, keyID string, seq uint64, stderr func() string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := c.GetAgentHead(context.Background(), connect.NewRequest(&ledgerv1.GetAgentHeadRequest{KeyId: keyID}))
+		if err == nil && resp.Msg.GetSeq() == seq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ledger's head for key_id %s is %v (err %v), want seq %d\nproxy stderr:\n%s", keyID, resp, err, seq, stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
+	w := newWorld(t)
+	const origin = "e2e.bankdoor.test/ledger"
+	logKey, vkey := w.ledgerKey(origin)
+	addr := freeAddr(t)
+	url := "http://" + addr
+
+	// The ledger is down: denials still come back, with receipts.
+	p := w.proxy(w.fixture())
+	p.Flags = []string{"--ledger", url}
+	s := start(t, p.Command(), nil)
+	for seq := range uint64(3) {
+		deny(t, s, seq+1)
+	}
+
+	// The ledger comes up; the spool drains into it.
+	db := filepath.Join(t.TempDir(), "remote.db")
+	if got := w.serveLedger(db, logKey, origin, addr); got != url {
+		t.Fatalf("ledger listens on %s, want %s", got, url)
+	}
+	client := ledgerv1connect.NewLedgerServiceClient(http.DefaultClient, url)
+	waitHead(t, client, w.keyID(), 3, s.Stderr)
+	deny(t, s, 4)
+	deny(t, s, 5)
+	if err := s.Close(); err != nil {
+		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
+	}
+	waitHead(t, client, w.keyID(), 5, s.Stderr)
+
+	// Every receipt is in the log once, in order.
+	resp, err := client.GetEntries(context.Background(), connect.NewRequest(&ledgerv1.GetEntriesRequest{Start: 0, Count: 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(receiptFiles(t, w.receipts, 5), resp.Msg.GetEntries()); diff != "" {
+		t.Errorf("the ledger does not hold exactly receipts 1..5 in order (-want +got):\n%s", diff)
+	}
+
+	// verify --ledger passes with the log's key, fails with another key
+	// or against another ledger.
+	code, out := w.verify(w.receipts, "--ledger", url, "--log-key", vkey)
+	if code != 0 || !strings.Contains(out, "ok: 5 receipts in the log "+origin+", checkpoint size 5") {
+		t.Errorf("bankdoor verify --ledger: exit %d\n%s", code, out)
+	}
+	_, otherVkey := w.ledgerKey(origin)
+	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", otherVkey); code != 1 || !strings.Contains(out, "does not verify with the log key") {
+		t.Errorf("bankdoor verify --ledger with another log key: exit %d, want 1\n%s", code, out)
+	}
+	otherURL := w.serveLedger(filepath.Join(t.TempDir(), "other.db"), logKey, origin, "")
+	code, out = w.verify(w.receipts, "--ledger", otherURL, "--log-key", vkey)
+	if code != 1 || !strings.Contains(out, "000001.json, 000002.json, 000003.json, 000004.json, 000005.json") {
+		t.Errorf("bankdoor verify against another ledger: exit %d, want 1 naming every receipt\n%s", code, out)
+	}
+}
+
+// TestE2ERemoteLedgerRefusal: a ledger that does not enroll the agent
+// refuses its receipts; the proxy says so once, and denials go on.
+func TestE2ERemoteLedgerRefusal(t *testing.T) {
+	w := newWorld(t)
+	const origin = "e2e.bankdoor.test/refusing"
+	logKey, _ := w.ledgerKey(origin)
+	stranger := newWorld(t) // the ledger enrolls this other agent only
+	url := stranger.serveLedger(filepath.Join(t.TempDir(), "l.db"), logKey, origin, "")
+	p := w.proxy(w.fixture())
+	p.Flags = []string{"--ledger", url}
+	s := start(t, p.Command(), nil)
+	deny(t, s, 1)
+	deny(t, s, 2)
+	if err := s.Close(); err != nil {
+		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
+	}
+	stderr := s.Stderr()
+	if n := strings.Count(stderr, "STOPPED"); n != 1 || !strings.Contains(stderr, "enroll the agent") {
+		t.Errorf("proxy stderr reports the refusal %d times, want once, saying to enroll the agent:\n%s", n, stderr)
+	}
+	receiptFiles(t, w.receipts, 2)
+}
