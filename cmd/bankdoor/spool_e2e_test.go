@@ -297,6 +297,10 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", otherVkey); code != 1 || !strings.Contains(out, "does not verify with the log key") {
 		t.Errorf("bankdoor verify --ledger with another log key: exit %d, want 1\n%s", code, out)
 	}
+	code, out = w.verify(w.receipts, "--ledger", "http://"+freeAddr(t), "--log-key", vkey)
+	if code != 1 || !strings.Contains(out, "ok: 5 receipts, seq 1..5") || !strings.Contains(out, "get the ledger's checkpoint") {
+		t.Errorf("bankdoor verify against a ledger that is down: exit %d, want 1 after the offline checks\n%s", code, out)
+	}
 	otherURL := w.serveLedger(filepath.Join(t.TempDir(), "other.db"), logKey, origin, "")
 	code, out = w.verify(w.receipts, "--ledger", otherURL, "--log-key", vkey)
 	if code != 1 || !strings.Contains(out, "000001.json, 000002.json, 000003.json, 000004.json, 000005.json") {
