@@ -41,6 +41,11 @@ import (
 // cannot fix this; a person must find out what happened to the log.
 var ErrPossibleRollback = errors.New("possible rollback or fork of the log")
 
+// ErrStale means a witness has cosigned a larger tree than the checkpoint
+// given, and the log has since grown at least as large: another anchor (or
+// an earlier round) was quicker. Anchor the log's latest checkpoint instead.
+var ErrStale = errors.New("checkpoint is older than one the witness already cosigned")
+
 // Log is the part of the ledger the anchor reads.
 type Log interface {
 	// Checkpoint returns the latest checkpoint note, signed by the log key;
@@ -129,15 +134,20 @@ func (a *Anchorer) Anchor(ctx context.Context, checkpoint []byte) error {
 	if err != nil {
 		return err
 	}
+	return errors.Join(a.anchorEach(ctx, c, a.opts.Witnesses)...)
+}
+
+// anchorEach anchors c to the witnesses concurrently; errs[i] is ws[i]'s.
+func (a *Anchorer) anchorEach(ctx context.Context, c *checkpoint, ws []*tlogwitness.Client) (errs []error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	errs := make([]error, len(a.opts.Witnesses))
+	errs = make([]error, len(ws))
 	var wg sync.WaitGroup
-	for i, w := range a.opts.Witnesses {
+	for i, w := range ws {
 		wg.Go(func() { errs[i] = a.anchorTo(ctx, w, c) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }
 
 // parse verifies the log's signature and keeps only it on the note.
@@ -201,9 +211,7 @@ func storeErr(w *tlogwitness.Client, err error) error {
 // send asks w to cosign c, proving consistency from old.
 func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, c *checkpoint) ([]byte, error) {
 	if old > c.Size {
-		return nil, fmt.Errorf("%w: witness %s has cosigned size %d of %s, but the log's checkpoint has size %d: "+
-			"entries the witness saw are gone (truncation or rollback) or the log was recreated; do not trust this log until that is explained",
-			ErrPossibleRollback, w.Name(), old, c.Origin, c.Size)
+		return nil, a.behind(w, old, c)
 	}
 	var proof [][]byte
 	if old > 0 && old < c.Size {
@@ -213,6 +221,19 @@ func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, 
 		}
 	}
 	return w.AddCheckpoint(ctx, old, proof, c.note)
+}
+
+// behind explains a witness that has cosigned size old > c.Size: c is stale
+// if the log has grown to old since, else the log lost entries.
+func (a *Anchorer) behind(w *tlogwitness.Client, old uint64, c *checkpoint) error {
+	latest, _, err := cosignature.Open(a.opts.Log.Checkpoint(), a.opts.LogKey)
+	if err == nil && latest.Size >= old {
+		return fmt.Errorf("%w: witness %s has cosigned size %d, this checkpoint has size %d, the log now has %d",
+			ErrStale, w.Name(), old, c.Size, latest.Size)
+	}
+	return fmt.Errorf("%w: witness %s has cosigned size %d of %s, but the log's checkpoint has size %d: "+
+		"entries the witness saw are gone (truncation or rollback) or the log was recreated; do not trust this log until that is explained",
+		ErrPossibleRollback, w.Name(), old, c.Origin, c.Size)
 }
 
 // classify adds ErrPossibleRollback to a witness's refusal of the log's tree.
@@ -225,13 +246,15 @@ func classify(w *tlogwitness.Client, c *checkpoint, err error) error {
 	return err
 }
 
-// Run anchors the log's latest checkpoint, then every checkpoint received
-// from checkpoints (e.g. the ledger's Watch channel), until ctx is done or
-// checkpoints is closed. A witness that was unavailable is tried again
-// after RetryInterval; one that refused a checkpoint is tried again only
-// with the next checkpoint. Failures are logged, not returned.
-func (a *Anchorer) Run(ctx context.Context, checkpoints <-chan []byte) error {
-	retry := a.round(ctx, a.opts.Log.Checkpoint())
+// Run anchors the log's latest checkpoint now and each time a value arrives
+// on wake (e.g. the ledger's Watch channel; the value itself is not used, so
+// a late one cannot anchor an old tree), until ctx is done or wake is
+// closed. A witness that failed transiently (see Transient) is tried again
+// after RetryInterval; one that refused a checkpoint is not sent that
+// checkpoint again. Failures are logged, not returned.
+func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
+	refused := make(map[string]uint64) // witness -> size it refused
+	retry := a.round(ctx, refused)
 	for {
 		var wait <-chan time.Time
 		if retry {
@@ -240,35 +263,42 @@ func (a *Anchorer) Run(ctx context.Context, checkpoints <-chan []byte) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case cp, ok := <-checkpoints:
+		case _, ok := <-wake:
 			if !ok {
 				return nil
 			}
-			retry = a.round(ctx, cp)
+			retry = a.round(ctx, refused)
 		case <-wait:
-			retry = a.round(ctx, a.opts.Log.Checkpoint())
+			retry = a.round(ctx, refused)
 		}
 	}
 }
 
-// round anchors cp, logs failures, and reports whether one may be transient.
-func (a *Anchorer) round(ctx context.Context, cp []byte) (retry bool) {
-	if len(cp) == 0 {
-		return false
-	}
-	err := a.Anchor(ctx, cp)
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, err := range errs {
+// round anchors the log's latest checkpoint to every witness that has not
+// refused its size, logs failures, and reports whether one was transient.
+func (a *Anchorer) round(ctx context.Context, refused map[string]uint64) (retry bool) {
+	c, err := a.parse(a.opts.Log.Checkpoint())
+	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "anchoring failed", "err", err)
-		retry = retry || Transient(err)
+		return false
+	}
+	var ws []*tlogwitness.Client
+	for _, w := range a.opts.Witnesses {
+		if size, ok := refused[w.Name()]; !ok || size != c.Size {
+			ws = append(ws, w)
+		}
+	}
+	for i, err := range a.anchorEach(ctx, c, ws) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+			delete(refused, ws[i].Name())
+		case Transient(err):
+			a.opts.Logger.WarnContext(ctx, "anchoring failed; will retry", "witness", ws[i].Name(), "err", err, "retry_in", a.opts.RetryInterval)
+			retry = true
+		default:
+			a.opts.Logger.ErrorContext(ctx, "witness refused the checkpoint", "witness", ws[i].Name(), "size", c.Size, "err", err)
+			refused[ws[i].Name()] = c.Size
+		}
 	}
 	return retry
 }
@@ -277,7 +307,7 @@ func (a *Anchorer) round(ctx context.Context, cp []byte) (retry bool) {
 // unreachable, overloaded or failing, or another anchor raced this one.
 func Transient(err error) bool {
 	var conflict *tlogwitness.ConflictError
-	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.As(err, &conflict)
+	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.Is(err, ErrStale) || errors.As(err, &conflict)
 }
 
 // Cosigned returns checkpoint with the log's signature and every cosignature

@@ -102,13 +102,18 @@ func checkCosigned(t *testing.T, s *setup, l *testlog.Log, store anchor.Cosignat
 	if ts, err := fnote.CoSigV1Timestamp(n.Sigs[1]); err != nil || time.Since(ts) > time.Minute {
 		t.Errorf("cosignature timestamp %v, %v; want within the last minute", ts, err)
 	}
+	if _, err := policy(t, s).Verify(served); err != nil {
+		t.Fatalf("policy with quorum 1 rejects the served note: %v", err)
+	}
+}
+
+// policy trusts the log key and the witness, with quorum 1.
+func policy(t testing.TB, s *setup) *cosignature.Policy {
 	p, err := cosignature.NewPolicy(s.vkey, []string{s.witness.VKey}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Verify(served); err != nil {
-		t.Fatalf("policy with quorum 1 rejects the served note: %v", err)
-	}
+	return p
 }
 
 // TestOmniwitnessConflict: an anchor that lost its store sends old size 0;
