@@ -8,7 +8,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -165,15 +172,16 @@ func (w *world) agentsDir() string {
 	return dir
 }
 
-// serveLedger starts bankdoor ledger serve on addr ("" for a free port),
+// serveLedger starts bankdoor ledger serve on addr ("" for a free port)
+// with more flags,
 // stops it at the end of the test, and returns its URL once it listens.
-func (w *world) serveLedger(db, logKey, origin, addr string) string {
+func (w *world) serveLedger(db, logKey, origin, addr string, flags ...string) string {
 	w.t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	cmd := exec.Command(built.bankdoor, "ledger", "serve", "--db", db, "--addr", addr,
-		"--log-key", logKey, "--origin", origin, "--agents", w.agentsDir())
+	cmd := exec.Command(built.bankdoor, append([]string{"ledger", "serve", "--db", db, "--addr", addr,
+		"--log-key", logKey, "--origin", origin, "--agents", w.agentsDir()}, flags...)...)
 	cmd.Env = mcptest.Env("BANKDOOR_HOME=" + w.home)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -329,4 +337,93 @@ func TestE2ERemoteLedgerRefusal(t *testing.T) {
 		t.Errorf("proxy stderr reports the refusal %d times, want once, saying to enroll the agent:\n%s", n, stderr)
 	}
 	receiptFiles(t, w.receipts, 2)
+}
+
+// TestE2ERemoteLedgerTLSAndToken: a ledger served over TLS with a
+// private CA, that wants a bearer token for every call.
+func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
+	w := newWorld(t)
+	const origin = "e2e.bankdoor.test/tls"
+	logKey, vkey := w.ledgerKey(origin)
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	const token = "e2e-bearer-token-0123456789"
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := w.serveLedger(filepath.Join(dir, "l.db"), logKey, origin, "",
+		"--tls-cert", cert, "--tls-key", key, "--token-file", tokens, "--auth-reads")
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("ledger URL %s, want https", url)
+	}
+	remote := []string{"--ledger", url, "--ledger-ca", cert, "--ledger-token-env", "E2E_LEDGER_TOKEN"}
+
+	p := w.proxy(w.fixture())
+	p.Flags = remote
+	cmd := p.Command()
+	cmd.Env = append(cmd.Env, "E2E_LEDGER_TOKEN="+token)
+	s := start(t, cmd, nil)
+	deny(t, s, 1)
+	deny(t, s, 2)
+	if err := s.Close(); err != nil { // the final attempt ships what is left
+		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
+	}
+	if strings.Contains(s.Stderr(), token) {
+		t.Errorf("the proxy wrote the bearer token to stderr:\n%s", s.Stderr())
+	}
+
+	verify := func(env string, extra ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(built.bankdoor, append([]string{"verify", w.receipts, "--pub", w.pub, "--log-key", vkey}, extra...)...)
+		cmd.Env = mcptest.Env("BANKDOOR_HOME="+w.home, env)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := verify("E2E_LEDGER_TOKEN="+token, remote...); code != 0 || !strings.Contains(out, "ok: 2 receipts in the log "+origin) {
+		t.Errorf("bankdoor verify over TLS with the token: exit %d\n%s", code, out)
+	}
+	if code, out := verify("E2E_LEDGER_TOKEN=wrong-token-0123456789", remote...); code != 1 || !strings.Contains(out, "unauthenticated") {
+		t.Errorf("bankdoor verify with a wrong token: exit %d, want 1, unauthenticated\n%s", code, out)
+	}
+	if code, out := verify("E2E_LEDGER_TOKEN="+token, "--ledger", url, "--ledger-token-env", "E2E_LEDGER_TOKEN"); code != 1 || !strings.Contains(out, "certificate") {
+		t.Errorf("bankdoor verify without --ledger-ca: exit %d, want 1 naming the certificate\n%s", code, out)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 (its own CA)
+// and its key, as PEM files in dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "bankdoor e2e ledger"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
