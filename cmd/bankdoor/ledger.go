@@ -31,6 +31,7 @@ func cmdLedger(e *env, args []string) int {
 	cmds := map[string]command{
 		"keygen": cmdLedgerKeygen,
 		"serve":  cmdLedgerServe,
+		"fsck":   cmdLedgerFsck,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
