@@ -170,9 +170,9 @@ func (a *Anchorer) anchorTo(ctx context.Context, w *tlogwitness.Client, c *check
 	if err != nil || done {
 		return err
 	}
-	lines, err := a.send(ctx, w, old, c)
+	lines, err := a.send(ctx, w, old, c, "by the cosignature store")
 	if conflict := (*tlogwitness.ConflictError)(nil); errors.As(err, &conflict) {
-		lines, err = a.send(ctx, w, conflict.Size, c)
+		lines, err = a.send(ctx, w, conflict.Size, c, "by its own answer (409)")
 	}
 	if err != nil {
 		return classify(w, c, err)
@@ -208,10 +208,11 @@ func storeErr(w *tlogwitness.Client, err error) error {
 	return fmt.Errorf("witness %s: reading the cosignature store: %w", w.Name(), err)
 }
 
-// send asks w to cosign c, proving consistency from old.
-func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, c *checkpoint) ([]byte, error) {
+// send asks w to cosign c, proving consistency from old, the size w last
+// cosigned according to source.
+func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, c *checkpoint, source string) ([]byte, error) {
 	if old > c.Size {
-		return nil, a.behind(w, old, c)
+		return nil, a.behind(w, old, c, source)
 	}
 	var proof [][]byte
 	if old > 0 && old < c.Size {
@@ -225,15 +226,15 @@ func (a *Anchorer) send(ctx context.Context, w *tlogwitness.Client, old uint64, 
 
 // behind explains a witness that has cosigned size old > c.Size: c is stale
 // if the log has grown to old since, else the log lost entries.
-func (a *Anchorer) behind(w *tlogwitness.Client, old uint64, c *checkpoint) error {
+func (a *Anchorer) behind(w *tlogwitness.Client, old uint64, c *checkpoint, source string) error {
 	latest, _, err := cosignature.Open(a.opts.Log.Checkpoint(), a.opts.LogKey)
 	if err == nil && latest.Size >= old {
-		return fmt.Errorf("%w: witness %s has cosigned size %d, this checkpoint has size %d, the log now has %d",
-			ErrStale, w.Name(), old, c.Size, latest.Size)
+		return fmt.Errorf("%w: witness %s has cosigned size %d (%s), this checkpoint has size %d, the log now has %d",
+			ErrStale, w.Name(), old, source, c.Size, latest.Size)
 	}
-	return fmt.Errorf("%w: witness %s has cosigned size %d of %s, but the log's checkpoint has size %d: "+
+	return fmt.Errorf("%w: witness %s has cosigned size %d of %s (%s), but the log's checkpoint has size %d: "+
 		"entries the witness saw are gone (truncation or rollback) or the log was recreated; do not trust this log until that is explained",
-		ErrPossibleRollback, w.Name(), old, c.Origin, c.Size)
+		ErrPossibleRollback, w.Name(), old, c.Origin, source, c.Size)
 }
 
 // classify adds ErrPossibleRollback to a witness's refusal of the log's tree.

@@ -139,6 +139,14 @@ func TestOmniwitnessConflict(t *testing.T) {
 	if size, _, _ := fresh.Latest(s.witness.Name); size != 17 {
 		t.Errorf("store's latest size for the witness = %d; want 17", size)
 	}
+	// Again with a store that forgot, at the size the witness holds: the
+	// resend is "old 17" with no proof, and the witness cosigns again.
+	if err := s.anchorer(t, l, anchortest.NewMemStore()).Anchor(ctx, l.Checkpoint()); err != nil {
+		t.Fatalf("anchoring the size the witness holds with a store that forgot it: %v", err)
+	}
+	if got := s.requests.take(); got != 2 {
+		t.Errorf("%d requests; want 2 (old 0 -> 409 size 17 -> old 17)", got)
+	}
 }
 
 // TestOmniwitnessRollback: the log is recreated with the same key and fewer
@@ -160,8 +168,8 @@ func TestOmniwitnessRollback(t *testing.T) {
 		requests int64
 		want     string
 	}{
-		{"store remembers size 10", store, 0, "has cosigned size 10"},
-		{"store lost", anchortest.NewMemStore(), 1, "has cosigned size 10"},
+		{"store remembers size 10", store, 0, "has cosigned size 10 of bankdoor.test/ledger (by the cosignature store)"},
+		{"store lost", anchortest.NewMemStore(), 1, "has cosigned size 10 of bankdoor.test/ledger (by its own answer (409))"},
 	}
 	for _, c := range cases {
 		s.requests.take()
