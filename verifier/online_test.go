@@ -36,7 +36,7 @@ func (a agents) Lookup(id string) (ed25519.PublicKey, bool) { k, ok := a[id]; re
 
 // world is an agent's receipts directory and a ledger serving over HTTP.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	key    ed25519.PrivateKey
 	dir    string
 	w      *receipt.Writer
@@ -45,7 +45,7 @@ type world struct {
 	vkey   note.Verifier
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -63,7 +63,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) pub() ed25519.PublicKey { return w.key.Public().(ed25519.PublicKey) }
 
 // serveLedger opens a new ledger enrolling pub and serves it.
-func serveLedger(t *testing.T, pub ed25519.PublicKey) (*ledger.Log, ledgerv1connect.LedgerServiceClient, note.Verifier) {
+func serveLedger(t testing.TB, pub ed25519.PublicKey) (*ledger.Log, ledgerv1connect.LedgerServiceClient, note.Verifier) {
 	t.Helper()
 	skey, vkey, err := ledger.GenerateKey(origin)
 	if err != nil {
@@ -141,7 +141,7 @@ func (w *world) verifyInLog(client verifier.LedgerClient, vkey note.Verifier) (*
 	return verifier.VerifyInLog(ctx, w.verifyDir(), client, vkey)
 }
 
-func mustEntries(t *testing.T, l *ledger.Log) [][]byte {
+func mustEntries(t testing.TB, l *ledger.Log) [][]byte {
 	e, err := l.Entries(0, 1000)
 	if err != nil && !errors.Is(err, ledger.ErrRange) {
 		t.Fatal(err)
@@ -237,7 +237,9 @@ func TestVerifyInLogRereadsFiles(t *testing.T) {
 }
 
 // tamper changes one byte of the first hash of every inclusion proof.
-type tamper struct{ ledgerv1connect.LedgerServiceClient }
+type tamper struct {
+	ledgerv1connect.LedgerServiceClient
+}
 
 func (c tamper) GetInclusionProof(ctx context.Context, req *connect.Request[ledgerv1.GetInclusionProofRequest]) (*connect.Response[ledgerv1.GetInclusionProofResponse], error) {
 	resp, err := c.LedgerServiceClient.GetInclusionProof(ctx, req)
