@@ -167,12 +167,10 @@ func (c *Client) AddCheckpoint(ctx context.Context, oldSize uint64, proof [][]by
 		return nil, fmt.Errorf("consistency proof has %d hashes, the protocol allows %d", len(proof), maxProofLines)
 	}
 	body := requestBody(oldSize, proof, checkpoint)
-	var err error
 	for attempt := 1; ; attempt++ {
-		var lines []byte
-		lines, err = c.post(ctx, body)
+		lines, err := c.post(ctx, body)
 		if err == nil {
-			return cosignature.Verify(checkpoint, lines, c.Key)
+			return c.verify(checkpoint, lines)
 		}
 		if !errors.Is(err, ErrUnavailable) || attempt >= c.Backoff.Attempts {
 			return nil, err
@@ -182,6 +180,15 @@ func (c *Client) AddCheckpoint(ctx context.Context, oldSize uint64, proof [][]by
 			return nil, err
 		}
 	}
+}
+
+// verify checks the 200 answer's cosignature lines over checkpoint.
+func (c *Client) verify(checkpoint, lines []byte) ([]byte, error) {
+	sig, err := cosignature.Verify(checkpoint, lines, c.Key)
+	if err != nil {
+		return nil, fmt.Errorf("witness %s (%s) answered 200 without a valid cosignature, refused: %w", c.Name(), c.URL, err)
+	}
+	return sig, nil
 }
 
 // requestBody formats the add-checkpoint request body.
