@@ -32,7 +32,7 @@ type agents map[string]ed25519.PublicKey
 func (a agents) Lookup(id string) (ed25519.PublicKey, bool) { k, ok := a[id]; return k, ok }
 
 // openLog opens (or reopens) a real log at path enrolling pubs.
-func openLog(t *testing.T, path string, skey string, pubs ...ed25519.PublicKey) *ledger.Log {
+func openLog(t testing.TB, path string, skey string, pubs ...ed25519.PublicKey) *ledger.Log {
 	t.Helper()
 	signer, err := note.NewSigner(skey)
 	if err != nil {
@@ -49,7 +49,7 @@ func openLog(t *testing.T, path string, skey string, pubs ...ed25519.PublicKey) 
 	return l
 }
 
-func newLogKey(t *testing.T) string {
+func newLogKey(t testing.TB) string {
 	t.Helper()
 	skey, _, err := ledger.GenerateKey(testOrigin)
 	if err != nil {
@@ -116,7 +116,7 @@ func TestEmbeddedLedgerRefusesUnknownKey(t *testing.T) {
 }
 
 // serve serves l with the real handler over HTTP/1.1 and returns a client.
-func serve(t *testing.T, l *ledger.Log) (ledgerv1connect.LedgerServiceClient, string) {
+func serve(t testing.TB, l *ledger.Log) (ledgerv1connect.LedgerServiceClient, string) {
 	t.Helper()
 	svc := rpc.New(l, nil)
 	path, h := svc.Handler(nil)

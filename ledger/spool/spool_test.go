@@ -25,13 +25,15 @@ func keyID(pub ed25519.PublicKey) string { return agentkey.KeyID(pub) }
 
 // chain is a real receipts directory with a real key and writer.
 type chain struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	key ed25519.PrivateKey
 	w   *receipt.Writer
 }
 
-func newChain(t *testing.T) *chain {
+func newChain(t *testing.T) *chain { return newChainTB(t) }
+
+func newChainTB(t testing.TB) *chain {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -40,7 +42,7 @@ func newChain(t *testing.T) *chain {
 	return openChain(t, filepath.Join(t.TempDir(), "receipts"), key)
 }
 
-func openChain(t *testing.T, dir string, key ed25519.PrivateKey) *chain {
+func openChain(t testing.TB, dir string, key ed25519.PrivateKey) *chain {
 	t.Helper()
 	w, err := receipt.OpenWriter(dir, key)
 	if err != nil {
