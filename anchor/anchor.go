@@ -250,9 +250,10 @@ func classify(w *tlogwitness.Client, c *checkpoint, err error) error {
 // Run anchors the log's latest checkpoint now and each time a value arrives
 // on wake (e.g. the ledger's Watch channel; the value itself is not used, so
 // a late one cannot anchor an old tree), until ctx is done or wake is
-// closed. A witness that failed transiently (see Transient) is tried again
-// after RetryInterval; one that refused a checkpoint is not sent that
-// checkpoint again. Failures are logged, not returned.
+// closed; it returns ctx.Err(). A witness that failed transiently (see
+// Transient) is tried again after RetryInterval; one that refused a
+// checkpoint is not sent that checkpoint again. Failures are logged, not
+// returned.
 func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
 	refused := make(map[string]uint64) // witness -> size it refused
 	retry := a.round(ctx, refused)
@@ -266,7 +267,7 @@ func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
 			return ctx.Err()
 		case _, ok := <-wake:
 			if !ok {
-				return nil
+				return ctx.Err() // Watch closes its channel when ctx is done
 			}
 			retry = a.round(ctx, refused)
 		case <-wait:

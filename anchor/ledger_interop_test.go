@@ -103,3 +103,34 @@ func TestOmniwitnessLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWithLedgerWatch runs the anchoring loop as `bankdoor ledger serve`
+// will: woken by the ledger's Watch channel, anchoring each new batch.
+func TestRunWithLedgerWatch(t *testing.T) {
+	s := newSetup(t)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, t.TempDir(), s.skey, pub)
+	store := anchortest.NewMemStore()
+	a := s.anchorer(t, l, store)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx, l.Watch(ctx)) }()
+	prev := receipt.FirstPrev
+	for _, last := range []uint64{3, 20, 21} {
+		prev = appendReceipts(t, l, priv, l.Size()+1, last, prev)
+		deadline := time.Now().Add(10 * time.Second)
+		for size, _, _ := store.Latest(s.witness.Name); size != last; size, _, _ = store.Latest(s.witness.Name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the witness's cosignature of size %d was not stored within 10s (latest %d)", last, size)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v; want context.Canceled", err)
+	}
+}
