@@ -34,7 +34,7 @@
 // and the witness's is
 // witness.example+362dee05+BIVqbfwoOPqbFIDmDmz70Ihn+9AEbjXOUr3wuFmhgJ58.
 // The witness line decodes to the key hash 362dee05, the timestamp
-// 0x000000006b111bb6 and the 64-byte signature.
+// 0x000000006b111bb6 (2026-12-03T07:35:18Z) and the 64-byte signature.
 //
 // Verifier keys use the note vkey format, name+hash+base64(type || key):
 // the log's is a note Ed25519 key (type 0x01); a witness's is a

@@ -33,6 +33,6 @@ func ExamplePolicy_Verify() {
 	_, err = p.Verify([]byte(exampleCheckpoint[:24] + "4" + exampleCheckpoint[25:]))
 	fmt.Println(err)
 	// Output:
-	// bankdoor.example/ledger 3 [witness.example+362dee05]
+	// bankdoor.example/ledger 3 [witness.example+362dee05 at 2026-12-03T07:35:18Z]
 	// checkpoint is not signed by the log key: the signature by bankdoor.example/ledger+eb502eff does not verify: the checkpoint was altered or forged
 }

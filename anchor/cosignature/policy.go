@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/transparency-dev/formats/log"
+	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -51,9 +53,17 @@ func NewPolicy(logVKey string, witnessVKeys []string, quorum int) (*Policy, erro
 type Verified struct {
 	log.Checkpoint
 	Note      *note.Note
-	Cosigners []string         // trusted witness keys ("name+hash") whose cosignature verified
+	Cosigners []Cosigner       // trusted witnesses whose cosignature verified, in Policy order
 	Ignored   []note.Signature // lines by keys the policy does not know; they count for nothing
 }
+
+// Cosigner is a trusted witness whose cosignature verified.
+type Cosigner struct {
+	Key  string    // "name+hash" of the witness key
+	Time time.Time // when the witness says it cosigned (cosignature/v1 timestamp)
+}
+
+func (c Cosigner) String() string { return c.Key + " at " + c.Time.UTC().Format(time.RFC3339) }
 
 // Verify checks the checkpoint note msg against the policy and returns the
 // parsed checkpoint. The error wraps ErrMalformed, ErrLogSignature,
@@ -66,40 +76,43 @@ func (p *Policy) Verify(msg []byte) (*Verified, error) {
 		return nil, err
 	}
 	v := &Verified{Checkpoint: *cp, Note: n}
+	var names []string
 	for _, w := range p.Witnesses {
-		ok, err := cosigned(msg, p.Log, w)
+		c, ok, err := cosigned(msg, p.Log, w)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			v.Cosigners = append(v.Cosigners, keyID(w))
+			v.Cosigners = append(v.Cosigners, c)
+			names = append(names, c.Key)
 		}
 	}
 	v.Ignored = unknown(n.UnverifiedSigs, p.Witnesses)
 	if len(v.Cosigners) < p.Quorum {
 		return v, fmt.Errorf("%w: %d of the %d trusted witnesses cosigned %s size %d (cosigned by: %s), %d required; ignored %d line(s) by unknown keys%s",
-			ErrQuorum, len(v.Cosigners), len(p.Witnesses), cp.Origin, cp.Size, listOrNone(v.Cosigners), p.Quorum, len(v.Ignored), ignoredNames(v.Ignored))
+			ErrQuorum, len(v.Cosigners), len(p.Witnesses), cp.Origin, cp.Size, listOrNone(names), p.Quorum, len(v.Ignored), ignoredNames(v.Ignored))
 	}
 	return v, nil
 }
 
 // cosigned reports whether msg carries a valid signature by witness. Each
 // witness is checked on its own so that one bad line names its own key.
-func cosigned(msg []byte, logKey, witness note.Verifier) (bool, error) {
+func cosigned(msg []byte, logKey, witness note.Verifier) (Cosigner, bool, error) {
 	n, err := note.Open(msg, note.VerifierList(logKey, witness))
 	var invalid *note.InvalidSignatureError
 	if errors.As(err, &invalid) {
-		return false, fmt.Errorf("%w: the line by witness %s+%08x does not verify over this checkpoint: it is forged, corrupted, or a cosignature of a different checkpoint", ErrBadCosignature, invalid.Name, invalid.Hash)
+		return Cosigner{}, false, fmt.Errorf("%w: the line by witness %s+%08x does not verify over this checkpoint: it is forged, corrupted, or a cosignature of a different checkpoint", ErrBadCosignature, invalid.Name, invalid.Hash)
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Cosigner{}, false, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	for _, s := range n.Sigs {
 		if s.Name == witness.Name() && s.Hash == witness.KeyHash() {
-			return true, nil
+			t, err := fnote.CoSigV1Timestamp(s)
+			return Cosigner{Key: keyID(witness), Time: t}, err == nil, err
 		}
 	}
-	return false, nil
+	return Cosigner{}, false, nil
 }
 
 // unknown returns the signatures made by none of the witnesses.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/internal/testlog"
@@ -31,8 +32,13 @@ func TestPolicyAccepts(t *testing.T) {
 	if v.Size != 5 || v.Origin != origin || len(v.Hash) != 32 {
 		t.Errorf("checkpoint = %+v; want %s size 5", v.Checkpoint, origin)
 	}
-	if len(v.Cosigners) != 2 || !strings.HasPrefix(v.Cosigners[0], "witness0.test+") || !strings.HasPrefix(v.Cosigners[1], "witness1.test+") {
+	if len(v.Cosigners) != 2 || !strings.HasPrefix(v.Cosigners[0].Key, "witness0.test+") || !strings.HasPrefix(v.Cosigners[1].Key, "witness1.test+") {
 		t.Errorf("cosigners = %q; want witness0.test and witness1.test", v.Cosigners)
+	}
+	for _, c := range v.Cosigners {
+		if time.Since(c.Time) > time.Minute || time.Until(c.Time) > time.Minute {
+			t.Errorf("cosigner %v: the timestamp is not the time of signing (now)", c)
+		}
 	}
 	if len(v.Ignored) != 1 || v.Ignored[0].Name != "witness2.test" {
 		t.Errorf("ignored = %+v; want the untrusted witness2.test line reported", v.Ignored)
