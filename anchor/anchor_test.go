@@ -1,8 +1,10 @@
 package anchor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +31,7 @@ type inProcessWitness struct {
 	URL, Name, VKey string
 	fail            atomic.Int32 // status to answer instead of handling, 0 for none
 	requests        atomic.Int32
+	lastBody        atomic.Value // []byte
 }
 
 func newInProcessWitness(t *testing.T, name string, logKey note.Verifier) *inProcessWitness {
@@ -51,6 +54,9 @@ func newInProcessWitness(t *testing.T, name string, logKey note.Verifier) *inPro
 	iw := &inProcessWitness{Name: name, VKey: vkey}
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		iw.requests.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		iw.lastBody.Store(body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if s := iw.fail.Load(); s != 0 {
 			http.Error(rw, "injected failure", int(s))
 			return
@@ -200,6 +206,29 @@ func TestAnchorStaleCheckpoint(t *testing.T) {
 	err = u.anchorer(t, time.Minute, client(t, w.URL, w.VKey)).Anchor(ctx, old)
 	if !errors.Is(err, anchor.ErrStale) {
 		t.Errorf("anchoring size 5 with a fresh store: err = %v; want ErrStale", err)
+	}
+}
+
+// TestAnchorSendsTheLogSignatureOnly: cosignatures already on the log's
+// note are not forwarded to witnesses.
+func TestAnchorSendsTheLogSignatureOnly(t *testing.T) {
+	u := newUnit(t)
+	w1, w2 := newInProcessWitness(t, "w1.test", u.logKey), newInProcessWitness(t, "w2.test", u.logKey)
+	u.log.Append("receipt", 4)
+	ctx := context.Background()
+	if err := u.anchorer(t, time.Minute, client(t, w1.URL, w1.VKey)).Anchor(ctx, u.log.Checkpoint()); err != nil {
+		t.Fatal(err)
+	}
+	served, err := anchor.Cosigned(u.log.Checkpoint(), u.logKey, u.store)
+	if err != nil || !bytes.Contains(served, []byte("— w1.test ")) {
+		t.Fatalf("served note %q, %v; want w1.test's cosignature on it", served, err)
+	}
+	if err := u.anchorer(t, time.Minute, client(t, w2.URL, w2.VKey)).Anchor(ctx, served); err != nil {
+		t.Fatal(err)
+	}
+	body := w2.lastBody.Load().([]byte)
+	if !bytes.HasSuffix(body, u.log.Checkpoint()) || bytes.Contains(body, []byte("w1.test")) {
+		t.Errorf("request to w2.test:\n%s\nwant the note with the log's signature only", body)
 	}
 }
 

@@ -19,20 +19,37 @@ import (
 // omniwitnessPkg is built at the version go.mod pins with its tool directive.
 const omniwitnessPkg = "github.com/transparency-dev/witness/cmd/omniwitness"
 
-// omniwitnessBuild builds omniwitness once per test binary.
-var omniwitnessBuild = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "bankdoor-omniwitness-")
-	if err != nil {
-		return "", err
+// builtOmniwitness is the omniwitness binary, built once per test binary
+// into a temporary directory that TestMain removes.
+var builtOmniwitness struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func omniwitnessBuild() (string, error) {
+	b := &builtOmniwitness
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "bankdoor-omniwitness-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, "omniwitness")
+		cmd := exec.Command("go", "build", "-o", b.bin, omniwitnessPkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // its SQLite is modernc.org/sqlite, pure Go
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", omniwitnessPkg, err, out)
+		}
+	})
+	return b.bin, b.err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtOmniwitness.dir != "" {
+		os.RemoveAll(builtOmniwitness.dir)
 	}
-	bin := filepath.Join(dir, "omniwitness")
-	cmd := exec.Command("go", "build", "-o", bin, omniwitnessPkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // its SQLite is modernc.org/sqlite, pure Go
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", omniwitnessPkg, err, out)
-	}
-	return bin, nil
-})
+	os.Exit(code)
+}
 
 // omniwitness is a running omniwitness process.
 type omniwitness struct {
