@@ -102,20 +102,7 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 	if want := "bankdoor.local/embedded/" + w.keyID(); signer.Name() != want {
 		t.Errorf("embedded ledger origin %q, want %q", signer.Name(), want)
 	}
-	pub, err := agentkey.LoadPublic(w.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneKey{w.keyID(), pub}})
-	if err != nil {
-		t.Fatalf("open the embedded ledger after the proxy exited: %v", err)
-	}
-	entries, err := l.Entries(0, 100)
-	l.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(receiptFiles(t, w.receipts, 3), entries); diff != "" {
+	if diff := cmp.Diff(receiptFiles(t, w.receipts, 3), w.embeddedEntries()); diff != "" {
 		t.Errorf("the embedded ledger does not hold exactly receipts 1..3 in order (-want +got):\n%s", diff)
 	}
 	if _, err := ledger.Fsck(context.Background(), db); err != nil {
@@ -131,6 +118,60 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", vkey); code != 0 || !strings.Contains(out, "3 receipts in the log "+signer.Name()) {
 		t.Errorf("bankdoor verify --ledger: exit %d\n%s", code, out)
 	}
+}
+
+// TestE2EEmbeddedLedgerAfterKill: a proxy killed with SIGKILL makes no
+// final attempt; the next proxy started on the directory ships what is
+// left, and nothing twice.
+func TestE2EEmbeddedLedgerAfterKill(t *testing.T) {
+	w := newWorld(t)
+	cmd := w.proxy(w.fixture()).Command()
+	s, err := mcptest.Start(testContext(t, time.Minute), cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := range uint64(3) {
+		deny(t, s, seq+1)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // reports the kill
+
+	s = start(t, w.proxy(w.fixture()).Command(), nil)
+	deny(t, s, 4)
+	if err := s.Close(); err != nil {
+		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
+	}
+	if diff := cmp.Diff(receiptFiles(t, w.receipts, 4), w.embeddedEntries()); diff != "" {
+		t.Errorf("the embedded ledger does not hold exactly receipts 1..4 in order (-want +got):\n%s", diff)
+	}
+}
+
+// embeddedEntries opens the embedded ledger beside the receipts
+// directory, with the log key in the key directory, and returns its
+// entries.
+func (w *world) embeddedEntries() [][]byte {
+	w.t.Helper()
+	signer, err := ledger.LoadSigner(filepath.Join(w.home, "ledger.key"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	pub, err := agentkey.LoadPublic(w.pub)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneKey{w.keyID(), pub}})
+	if err != nil {
+		w.t.Fatalf("open the embedded ledger after the proxy exited: %v", err)
+	}
+	defer l.Close()
+	entries, err := l.Entries(0, 100)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return entries
 }
 
 type oneKey struct {
@@ -173,9 +214,17 @@ func (w *world) agentsDir() string {
 }
 
 // serveLedger starts bankdoor ledger serve on addr ("" for a free port)
-// with more flags,
-// stops it at the end of the test, and returns its URL once it listens.
+// with more flags, stops it at the end of the test, and returns its URL
+// once it listens.
 func (w *world) serveLedger(db, logKey, origin, addr string, flags ...string) string {
+	w.t.Helper()
+	url, _ := w.startLedger(db, logKey, origin, addr, flags...)
+	return url
+}
+
+// startLedger is serveLedger that also returns a function that stops the
+// server (SIGINT) and waits for it to exit.
+func (w *world) startLedger(db, logKey, origin, addr string, flags ...string) (string, func()) {
 	w.t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -192,7 +241,9 @@ func (w *world) serveLedger(db, logKey, origin, addr string, flags ...string) st
 	}
 	var log syncBuf
 	urls := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		listening := regexp.MustCompile(`listening on (https?://\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -202,23 +253,28 @@ func (w *world) serveLedger(db, logKey, origin, addr string, flags ...string) st
 			}
 		}
 	}()
-	w.t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			<-scanned // stderr is read to its end before Wait closes it
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	w.t.Cleanup(stop)
 	select {
 	case u := <-urls:
-		return u
+		return u, stop
 	case <-time.After(30 * time.Second):
 		w.t.Fatalf("bankdoor ledger serve did not say where it listens:\n%s", log.String())
-		return ""
+		return "", nil
 	}
 }
 
@@ -274,31 +330,40 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 
 	// The ledger comes up; the spool drains into it.
 	db := filepath.Join(t.TempDir(), "remote.db")
-	if got := w.serveLedger(db, logKey, origin, addr); got != url {
+	got, stop := w.startLedger(db, logKey, origin, addr)
+	if got != url {
 		t.Fatalf("ledger listens on %s, want %s", got, url)
 	}
 	client := ledgerv1connect.NewLedgerServiceClient(http.DefaultClient, url)
 	waitHead(t, client, w.keyID(), 3, s.Stderr)
+
+	// The ledger restarts: denials go on meanwhile, and reach it after.
+	stop()
 	deny(t, s, 4)
 	deny(t, s, 5)
+	if got, _ := w.startLedger(db, logKey, origin, addr); got != url {
+		t.Fatalf("restarted ledger listens on %s, want %s", got, url)
+	}
+	waitHead(t, client, w.keyID(), 5, s.Stderr)
+	deny(t, s, 6)
 	if err := s.Close(); err != nil {
 		t.Fatalf("proxy: %v\n%s", err, s.Stderr())
 	}
-	waitHead(t, client, w.keyID(), 5, s.Stderr)
+	waitHead(t, client, w.keyID(), 6, s.Stderr)
 
 	// Every receipt is in the log once, in order.
 	resp, err := client.GetEntries(context.Background(), connect.NewRequest(&ledgerv1.GetEntriesRequest{Start: 0, Count: 0}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(receiptFiles(t, w.receipts, 5), resp.Msg.GetEntries()); diff != "" {
-		t.Errorf("the ledger does not hold exactly receipts 1..5 in order (-want +got):\n%s", diff)
+	if diff := cmp.Diff(receiptFiles(t, w.receipts, 6), resp.Msg.GetEntries()); diff != "" {
+		t.Errorf("the ledger does not hold exactly receipts 1..6 in order (-want +got):\n%s", diff)
 	}
 
 	// verify --ledger passes with the log's key, fails with another key
 	// or against another ledger.
 	code, out := w.verify(w.receipts, "--ledger", url, "--log-key", vkey)
-	if code != 0 || !strings.Contains(out, "ok: 5 receipts in the log "+origin+", checkpoint size 5") {
+	if code != 0 || !strings.Contains(out, "ok: 6 receipts in the log "+origin+", checkpoint size 6") {
 		t.Errorf("bankdoor verify --ledger: exit %d\n%s", code, out)
 	}
 	_, otherVkey := w.ledgerKey(origin)
@@ -306,12 +371,12 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 		t.Errorf("bankdoor verify --ledger with another log key: exit %d, want 1\n%s", code, out)
 	}
 	code, out = w.verify(w.receipts, "--ledger", "http://"+freeAddr(t), "--log-key", vkey)
-	if code != 1 || !strings.Contains(out, "ok: 5 receipts, seq 1..5") || !strings.Contains(out, "get the ledger's checkpoint") {
+	if code != 1 || !strings.Contains(out, "ok: 6 receipts, seq 1..6") || !strings.Contains(out, "get the ledger's checkpoint") {
 		t.Errorf("bankdoor verify against a ledger that is down: exit %d, want 1 after the offline checks\n%s", code, out)
 	}
 	otherURL := w.serveLedger(filepath.Join(t.TempDir(), "other.db"), logKey, origin, "")
 	code, out = w.verify(w.receipts, "--ledger", otherURL, "--log-key", vkey)
-	if code != 1 || !strings.Contains(out, "000001.json, 000002.json, 000003.json, 000004.json, 000005.json") {
+	if code != 1 || !strings.Contains(out, "000001.json, 000002.json, 000003.json, 000004.json, 000005.json, 000006.json") {
 		t.Errorf("bankdoor verify against another ledger: exit %d, want 1 naming every receipt\n%s", code, out)
 	}
 }
