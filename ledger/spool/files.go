@@ -12,9 +12,13 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
-// errMissing is returned by dir.read for a receipt file that does not
-// exist (yet).
-var errMissing = errors.New("no such receipt file")
+// Errors of dir.read: a receipt file that does not exist (yet), and one
+// that is not the chain's receipt for its name. Other errors are I/O
+// errors, which may pass.
+var (
+	errMissing = errors.New("no such receipt file")
+	errDamaged = errors.New("damaged receipt file")
+)
 
 // dir is the receipts directory of one chain, read-only.
 type dir struct {
@@ -40,11 +44,11 @@ func (d dir) read(seq uint64) ([]byte, error) {
 	}
 	r, err := receipt.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w; run bankdoor verify on %s", name, err, d.path)
+		return nil, fmt.Errorf("%w %s: %v; run bankdoor verify on %s", errDamaged, name, err, d.path)
 	}
 	if r.Seq != seq || r.KeyID != d.keyID {
-		return nil, fmt.Errorf("%s holds seq %d of key_id %s, want seq %d of key_id %s; run bankdoor verify on %s",
-			name, r.Seq, r.KeyID, seq, d.keyID, d.path)
+		return nil, fmt.Errorf("%w %s: it holds seq %d of key_id %s, want seq %d of key_id %s; run bankdoor verify on %s",
+			errDamaged, name, r.Seq, r.KeyID, seq, d.keyID, d.path)
 	}
 	return b, nil
 }

@@ -14,13 +14,14 @@
 //  1. Syncs: asks the ledger for K's head (GetAgentHead, or Log.Head when
 //     the ledger is embedded), say seq h with receipt hash H. If h > 0, the
 //     file D/FileName(h) must exist and hash to H, or the directory and the
-//     ledger hold different chains: shipping stops and says so. If D holds
-//     a receipt beyond h but not h+1, a receipt is missing from D: shipping
-//     stops. The next receipt to ship is h+1.
+//     ledger hold different chains: shipping stops and says so. The next
+//     receipt to ship is h+1; the last one D holds now is l.
 //  2. Ships: reads D/FileName(next), next+1, ... up to a batch (64
 //     receipts or 1 MiB by default), checks each parses and belongs to K
 //     at that seq, and appends the batch (Append RPC). When the ledger
-//     answers, the batch is durable there and next moves past it.
+//     answers, the batch is durable there and next moves past it. The
+//     receipt writer only ever adds seq l+1, l+2, ...: a file missing at
+//     or before l was removed, and shipping stops there and says so.
 //  3. If the ledger cannot be reached, or answers with anything but a
 //     refusal, the Shipper forgets its position, waits (exponential
 //     backoff, capped), and starts again at step 1. A batch the ledger
@@ -95,11 +96,12 @@ type Shipper struct {
 
 	shipped atomic.Uint64 // seq of the last receipt the ledger confirmed
 
-	mu      sync.Mutex // one pass at a time; guards the fields below
-	synced  bool       // next is the ledger's head + 1
-	next    uint64
-	stopped error // the refusal that stopped shipping, or nil
-	lastErr string
+	mu       sync.Mutex // one pass at a time; guards the fields below
+	synced   bool       // next is the ledger's head + 1
+	next     uint64
+	lastSeen uint64 // the directory's last seq when synced
+	stopped  error  // the refusal that stopped shipping, or nil
+	lastErr  string
 }
 
 // New returns a Shipper for cfg. It does not touch the ledger or the
@@ -246,8 +248,11 @@ func (s *Shipper) pass(ctx context.Context) error {
 	}
 	for {
 		batch, err := s.batch()
-		if err != nil || len(batch) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(batch) == 0 {
+			return s.checkGap()
 		}
 		if err := s.append(ctx, batch); err != nil {
 			return err
@@ -263,45 +268,53 @@ func (s *Shipper) sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("get the ledger's head for key_id %s: %w", s.cfg.KeyID, err)
 	}
-	if err := s.checkHead(h); err != nil {
+	last, err := s.dir.last()
+	if err != nil {
 		return err
 	}
-	s.next, s.synced = h.Seq+1, true
+	if err := s.checkHead(h, last); err != nil {
+		return err
+	}
+	s.next, s.lastSeen, s.synced = h.Seq+1, last, true
 	s.shipped.Store(h.Seq)
 	s.log.Debug("ledger head", "seq", h.Seq)
 	return nil
 }
 
-// checkHead checks that the ledger's head is a receipt of the directory
-// and that the directory has no gap after it.
-func (s *Shipper) checkHead(h Head) error {
-	last, err := s.dir.last()
-	if err != nil {
-		return err
-	}
+// checkHead checks that the ledger's head is a receipt of the directory,
+// whose last seq is last.
+func (s *Shipper) checkHead(h Head, last uint64) error {
 	name := receipt.FileName(h.Seq)
 	if h.Seq > last {
 		return refused(fmt.Errorf("the ledger holds key_id %s up to seq %d, but the receipts directory %s ends at seq %d",
 			s.cfg.KeyID, h.Seq, s.cfg.Dir, last),
 			"receipts were removed from the directory, or another directory is signed with the same key; restore "+name+" and the files before it, or give this key's receipts their own ledger")
 	}
-	if h.Seq > 0 {
-		b, err := s.dir.read(h.Seq)
-		if err != nil {
-			return refused(err, "the ledger's head is "+name+"; restore it")
-		}
-		if receipt.Hash(b) != h.SHA256 {
-			return refused(fmt.Errorf("the ledger's receipt seq %d of key_id %s is not %s in %s", h.Seq, s.cfg.KeyID, name, s.cfg.Dir),
-				"the directory's chain has forked from the ledger's (a directory restored from a copy, or two proxies with one key): keep the ledger's chain and give this proxy a new key (bankdoor keygen --force) and an empty receipts directory")
-		}
+	if h.Seq == 0 {
+		return nil
 	}
-	if h.Seq < last {
-		if _, err := s.dir.read(h.Seq + 1); errors.Is(err, errMissing) {
-			return refused(fmt.Errorf("%s is missing from %s, which holds receipts up to seq %d",
-				receipt.FileName(h.Seq+1), s.cfg.Dir, last), "restore it; bankdoor verify names every missing receipt")
-		}
+	b, err := s.dir.read(h.Seq)
+	if errors.Is(err, errMissing) || errors.Is(err, errDamaged) {
+		return refused(err, "the ledger's head is "+name+"; restore it")
+	} else if err != nil {
+		return err
+	}
+	if receipt.Hash(b) != h.SHA256 {
+		return refused(fmt.Errorf("the ledger's receipt seq %d of key_id %s is not %s in %s", h.Seq, s.cfg.KeyID, name, s.cfg.Dir),
+			"the directory's chain has forked from the ledger's (a directory restored from a copy, or two proxies with one key): keep the ledger's chain and give this proxy a new key (bankdoor keygen --force) and an empty receipts directory")
 	}
 	return nil
+}
+
+// checkGap is called when the next receipt file is not there: that is a
+// gap, not the end of the chain, if the directory held a later one when
+// the Shipper synced (the writer only ever adds the next seq).
+func (s *Shipper) checkGap() error {
+	if s.next > s.lastSeen {
+		return nil
+	}
+	return refused(fmt.Errorf("%s is missing from %s, which holds receipts up to seq %d",
+		receipt.FileName(s.next), s.cfg.Dir, s.lastSeen), "restore it; bankdoor verify names every missing receipt")
 }
 
 // batch reads the next receipts to ship: from next on, up to MaxBatch
@@ -311,10 +324,13 @@ func (s *Shipper) batch() ([][]byte, error) {
 	size := 0
 	for seq := s.next; len(batch) < s.cfg.MaxBatch; seq++ {
 		b, err := s.dir.read(seq)
-		if errors.Is(err, errMissing) {
-			break
-		} else if err != nil {
+		switch {
+		case errors.Is(err, errMissing):
+			return batch, nil
+		case errors.Is(err, errDamaged):
 			return nil, refused(err, "shipping cannot go past a damaged receipt")
+		case err != nil:
+			return nil, err
 		}
 		if len(batch) > 0 && size+len(b) > s.cfg.MaxBatchBytes {
 			break

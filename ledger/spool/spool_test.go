@@ -304,23 +304,43 @@ func TestRefusalStopsTheChain(t *testing.T) {
 			truncate(t, filepath.Join(c.dir, receipt.FileName(2)))
 			return newMemLedger(c.pub())
 		}, "000002.json"},
-		{"missing receipt", func(t *testing.T, c *chain) *memLedger {
+		{"missing first receipt", func(t *testing.T, c *chain) *memLedger {
 			c.write(3)
 			remove(t, c, 1)
 			return newMemLedger(c.pub())
 		}, "000001.json is missing"},
+		{"missing receipt after the head", func(t *testing.T, c *chain) *memLedger {
+			c.write(2)
+			l := newMemLedger(c.pub())
+			if err := c.shipper(l, nil).Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c.write(4)
+			remove(t, c, 5)
+			return l
+		}, "000005.json is missing"},
+		{"another key's receipt", func(t *testing.T, c *chain) *memLedger {
+			c.write(1)
+			other := newChain(t)
+			other.write(2)
+			c.w.Close()
+			b := readFile(t, filepath.Join(other.dir, receipt.FileName(2)))
+			if err := os.WriteFile(filepath.Join(c.dir, receipt.FileName(2)), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return newMemLedger(c.pub(), other.pub())
+		}, "000002.json: it holds seq 2 of key_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newChain(t)
 			l := tc.setup(t, c)
-			shippedBefore := l.seqs()
 			var log bytes.Buffer
 			s := c.shipper(l, &log)
 			err := s.Sync(context.Background())
 			if !errors.Is(err, spool.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync = %v, want ErrRefused naming %q", err, tc.want)
 			}
-			appends := l.appends
+			appends, atRefusal := l.appends, l.seqs()
 			for range 3 {
 				if err2 := s.Sync(context.Background()); !errors.Is(err2, spool.ErrRefused) {
 					t.Fatalf("Sync after a refusal = %v, want the refusal again", err2)
@@ -332,7 +352,7 @@ func TestRefusalStopsTheChain(t *testing.T) {
 			if n := strings.Count(log.String(), "STOPPED"); n != 1 {
 				t.Errorf("the refusal was logged %d times, want once:\n%s", n, log.String())
 			}
-			if diff := cmp.Diff(shippedBefore, l.seqs()); diff != "" {
+			if diff := cmp.Diff(atRefusal, l.seqs()); diff != "" {
 				t.Errorf("the ledger changed after the refusal (-before +after):\n%s", diff)
 			}
 		})
