@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/transparency-dev/merkle/compact"
 
@@ -104,11 +106,7 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 		}
 	}
 	for i, it := range b.added {
-		idx := l.size + uint64(i)
-		if err := tx.PutEntry(idx, it.data); err != nil {
-			return treeState{}, err
-		}
-		if err := tx.PutLeafIndex(it.leaf[:], idx); err != nil {
+		if err := tx.PutEntry(l.size+uint64(i), it.data); err != nil {
 			return treeState{}, err
 		}
 		if err := rng.Append(it.leaf[:], visit); err != nil {
@@ -118,12 +116,32 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	if putErr != nil {
 		return treeState{}, putErr
 	}
+	if err := putLeafIndex(tx, b.added, l.size); err != nil {
+		return treeState{}, err
+	}
 	for k, h := range b.heads {
 		if err := tx.PutHead(k, store.Head(h)); err != nil {
 			return treeState{}, err
 		}
 	}
 	return l.writeCheckpoint(tx, rng)
+}
+
+// putLeafIndex records the leaf hashes of added, the leaves from index
+// first on, in hash order: a B+tree takes sorted keys with far less
+// copying than random ones.
+func putLeafIndex(tx store.Tx, added []item, first uint64) error {
+	order := make([]int, len(added))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(added[a].leaf[:], added[b].leaf[:]) })
+	for _, i := range order {
+		if err := tx.PutLeafIndex(added[i].leaf[:], first+uint64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeCheckpoint signs and stores the checkpoint for rng.

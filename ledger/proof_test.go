@@ -40,14 +40,19 @@ func toBytes(hs []tlog.Hash) [][]byte {
 }
 
 // buildLog appends n real receipts from three agents in batches of
-// varying size, checking every checkpoint's root against tlog.TreeHash.
+// varying size (up to 9 leaves while the tree is small, up to 100 after),
+// checking every checkpoint's root against tlog.TreeHash.
 func buildLog(t *testing.T, n int) (*testLog, *refTree) {
 	agents := []*agent{newAgent(1), newAgent(2), newAgent(3)}
 	tl := openTestLog(t, 0, agents...)
 	ref := &refTree{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for size := 0; size < n; {
-		k := min(1+rnd.IntN(9), n-size)
+		maxK := 9
+		if size > 200 {
+			maxK = 100
+		}
+		k := min(1+rnd.IntN(maxK), n-size)
 		var batch [][]byte
 		for range k {
 			batch = append(batch, agents[rnd.IntN(len(agents))].next(t))

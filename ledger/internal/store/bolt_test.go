@@ -74,15 +74,23 @@ func TestBoltNotALedger(t *testing.T) {
 }
 
 func TestEncodings(t *testing.T) {
-	id := compact.NewNodeID(5, 1<<40+3)
-	if got, err := ParseNodeKey(NodeKey(id)); err != nil || got != id {
-		t.Errorf("ParseNodeKey(NodeKey(%v)) = %v, %v", id, got, err)
+	n := compact.NewNodeID
+	for _, id := range []compact.NodeID{n(0, 0), n(0, 1), n(1, 0), n(5, 1<<40+3), n(0, MaxNodeIndex-1), n(60, 1)} {
+		if got, err := ParseNodeKey(NodeKey(id)); err != nil || got != id {
+			t.Errorf("ParseNodeKey(NodeKey(%v)) = %v, %v", id, got, err)
+		}
+	}
+	// The documented examples; storage order is completion order.
+	for want, id := range []compact.NodeID{n(0, 0), n(0, 1), n(1, 0), n(0, 2), n(0, 3), n(1, 1), n(2, 0)} {
+		if got, _ := ParseIndex(NodeKey(id)); got != uint64(want) {
+			t.Errorf("NodeKey(%v) = %d, want %d", id, got, want)
+		}
 	}
 	h := Head{Seq: 9, SHA256: [32]byte{31: 7}, Index: 1 << 50}
 	if got, err := ParseHead(EncodeHead(h)); err != nil || got != h {
 		t.Errorf("ParseHead(EncodeHead(%v)) = %v, %v", h, got, err)
 	}
-	for _, bad := range [][]byte{nil, make([]byte, 8), append([]byte{64}, make([]byte, 8)...)} {
+	for _, bad := range [][]byte{nil, make([]byte, 9), IndexKey(1 << 62)} {
 		if _, err := ParseNodeKey(bad); err == nil {
 			t.Errorf("ParseNodeKey(%x) succeeded", bad)
 		}

@@ -10,13 +10,18 @@
 //
 //	entries  key: leaf index (8 bytes)            value: the receipt file's bytes (1..receipt.MaxSize)
 //	leaves   key: RFC 6962 leaf hash (32 bytes)    value: leaf index (8 bytes)
-//	nodes    key: level (1 byte) || index (8 bytes) value: 32-byte hash of that complete subtree
+//	nodes    key: storage index (8 bytes)         value: 32-byte hash of that complete subtree
 //	heads    key: agent key_id (ASCII)            value: seq (8) || receipt SHA-256 (32) || leaf index (8)
 //	meta     key: name (ASCII)                    value: see the Meta* constants
 //
 // Node (level, index) is the root of the perfect subtree over leaves
 // [index·2^level, (index+1)·2^level); level 0 nodes are the leaf hashes.
-// The store keeps every complete node, none of the ephemeral ones.
+// The store keeps every complete node, none of the ephemeral ones. A
+// node's storage index is golang.org/x/mod/sumdb/tlog's
+// StoredHashIndex(level, index): the position of the node in the order
+// nodes complete as leaves are appended (leaf 0, leaf 1, node (1,0),
+// leaf 2, ...), so appends only ever add keys at the end. For example
+// node (0,0) is key 0, (0,1) is 1, (1,0) is 2, (0,2) is 3, (2,0) is 6.
 //
 // # Versioning
 //
@@ -31,6 +36,7 @@ import (
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Version is the storage format version written to meta key "version".
@@ -105,17 +111,24 @@ func ParseIndex(b []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// NodeKey encodes a node ID as level || index.
+// MaxNodeIndex bounds node indexes at level 0: a log holds fewer than
+// 2⁶¹ leaves, so every storage index fits in an int64.
+const MaxNodeIndex = 1 << 61
+
+// NodeKey encodes a node ID as its 8-byte storage index. id.Index<<id.Level
+// must be below MaxNodeIndex.
 func NodeKey(id compact.NodeID) []byte {
-	return binary.BigEndian.AppendUint64([]byte{byte(id.Level)}, id.Index)
+	return IndexKey(uint64(tlog.StoredHashIndex(int(id.Level), int64(id.Index))))
 }
 
 // ParseNodeKey decodes NodeKey's output.
 func ParseNodeKey(b []byte) (compact.NodeID, error) {
-	if len(b) != 9 || b[0] > 63 {
-		return compact.NodeID{}, fmt.Errorf("node key %x is not level (0..63) || 8-byte index", b)
+	i, err := ParseIndex(b)
+	if err != nil || i >= 2*MaxNodeIndex {
+		return compact.NodeID{}, fmt.Errorf("node key %x is not an 8-byte storage index below 2⁶²", b)
 	}
-	return compact.NewNodeID(uint(b[0]), binary.BigEndian.Uint64(b[1:])), nil
+	level, n := tlog.SplitStoredHashIndex(int64(i))
+	return compact.NewNodeID(uint(level), uint64(n)), nil
 }
 
 // headSize is the encoded size of a Head.

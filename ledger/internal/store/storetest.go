@@ -111,7 +111,7 @@ func writeSample(tx Tx) error {
 		tx.PutEntry(1, []byte("one")),
 		tx.PutLeafIndex(hash(7), 1),
 		tx.PutNode(compact.NewNodeID(0, 1), hash(9)),
-		tx.PutNode(compact.NewNodeID(63, 1<<63), hash(10)),
+		tx.PutNode(compact.NewNodeID(40, 1<<20), hash(10)),
 		tx.PutHead("0123456789abcdef", Head{Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}))
 }
 
@@ -122,7 +122,7 @@ func testRoundTrip(t *testing.T, s Store) {
 		Meta:    map[string]string{MetaSize: string(IndexKey(2))},
 		Entries: map[uint64]string{0: "zero", 1: "one"},
 		Leaves:  map[string]uint64{string(hash(7)): 1},
-		Nodes:   map[compact.NodeID]string{{Level: 0, Index: 1}: string(hash(9)), {Level: 63, Index: 1 << 63}: string(hash(10))},
+		Nodes:   map[compact.NodeID]string{{Level: 0, Index: 1}: string(hash(9)), {Level: 40, Index: 1 << 20}: string(hash(10))},
 		Heads:   map[string]Head{"0123456789abcdef": {Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -1,0 +1,331 @@
+package ledger
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+
+	"github.com/bankdoor/bankdoor/ledger/internal/store"
+)
+
+// bulkAppend stores raw leaves through the production write path (entries,
+// leaf index, nodes, checkpoint) without the receipt checks, in
+// transactions of chunk leaves. Only for building benchmark fixtures: the
+// leaves are not receipts, so Fsck would refuse the file. Call it only
+// while no Append runs: it takes the committer's role.
+func (l *Log) bulkAppend(tb testing.TB, leaves func(i uint64) []byte, n, chunk uint64) {
+	for done := uint64(0); done < n; {
+		k := min(chunk, n-done)
+		b := &batchState{size: l.size, heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
+		for i := range k {
+			data := leaves(l.size + i)
+			it := item{data: data}
+			copy(it.leaf[:], hasher.HashLeaf(data))
+			b.added = append(b.added, it)
+		}
+		var st treeState
+		err := l.store.Update(func(tx store.Tx) error {
+			var err error
+			st, err = l.write(tx, b)
+			return err
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		l.rng, l.size = st.rng, st.size
+		l.publish(published{note: st.note, size: st.size})
+		done += k
+	}
+}
+
+// rawLeaf is leaf i of the benchmark fixtures: 200 bytes, like a short receipt.
+func rawLeaf(i uint64) []byte {
+	b := make([]byte, 200)
+	binary.BigEndian.PutUint64(b, i)
+	return b
+}
+
+// million is the 1,000,000-leaf log shared by the benchmarks of one run.
+var million struct {
+	once  sync.Once
+	tl    *testLog
+	build time.Duration
+}
+
+const millionLeaves = 1_000_000
+
+func millionLog(b *testing.B) *testLog {
+	million.once.Do(func() {
+		dir, err := os.MkdirTemp("", "bankdoor-ledger-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, v := testKeys(b)
+		tl := &testLog{path: filepath.Join(dir, "ledger.db"), agents: &agentSet{}, verifier: v}
+		tl.opts = Options{Origin: testOrigin, Signer: s, Agents: tl.agents}
+		if tl.Log, err = Open(tl.path, tl.opts); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		tl.bulkAppend(b, rawLeaf, millionLeaves, 1<<16)
+		million.build, million.tl = time.Since(start), tl
+		b.Logf("built the %d-leaf fixture in %v", millionLeaves, million.build.Round(time.Millisecond))
+	})
+	return million.tl
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if million.tl != nil {
+		million.tl.Close()
+		os.RemoveAll(filepath.Dir(million.tl.path))
+	}
+	os.Exit(code)
+}
+
+// BenchmarkAppend measures durable appends per second from 64 concurrent
+// appenders, one receipt per Append call: group commit (default MaxBatch)
+// against one receipt per transaction (MaxBatch 1), in one run.
+func BenchmarkAppend(b *testing.B) {
+	for _, mode := range []struct {
+		name     string
+		maxBatch int
+	}{{"group-commit", 0}, {"tx-per-receipt", 1}} {
+		b.Run(mode.name, func(b *testing.B) { benchAppend(b, 64, mode.maxBatch) })
+	}
+}
+
+func benchAppend(b *testing.B, appenders, maxBatch int) {
+	agents := make([]*agent, appenders)
+	for i := range agents {
+		agents[i] = newAgent(i)
+	}
+	tl := openTestLog(b, maxBatch, agents...)
+	work := make([][][]byte, appenders)
+	for i := range b.N {
+		a := i % appenders
+		work[a] = append(work[a], agents[a].next(b))
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, rs := range work {
+		wg.Go(func() {
+			for _, r := range rs {
+				if _, err := tl.Append(context.Background(), [][]byte{r}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "receipts/s")
+	if tl.Size() != uint64(b.N) {
+		b.Fatalf("size %d after %d appends", tl.Size(), b.N)
+	}
+}
+
+// BenchmarkInclusionProof1M measures InclusionProof for random leaves of
+// a 1,000,000-leaf log, with the 99th percentile.
+func BenchmarkInclusionProof1M(b *testing.B) {
+	tl := millionLog(b)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := tl.InclusionProof(rnd.Uint64N(millionLeaves), millionLeaves); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat, "ns", time.Nanosecond)
+	b.ReportMetric(million.build.Seconds(), "fixture-build-s")
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration, unit string, scale time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / float64(scale) }
+	b.ReportMetric(p(0.5), "p50-"+unit)
+	b.ReportMetric(p(0.99), "p99-"+unit)
+	b.ReportMetric(float64(lat[len(lat)-1])/float64(scale), "max-"+unit)
+}
+
+// BenchmarkCheckpointLatency appends about 1,000 receipts a second from
+// 8 agents and measures, for each receipt, the time from the Append call
+// to the first checkpoint seen on Watch that covers it.
+func BenchmarkCheckpointLatency(b *testing.B) {
+	const agents, rate = 8, 1000
+	as := make([]*agent, agents)
+	for i := range as {
+		as[i] = newAgent(i)
+	}
+	tl := openTestLog(b, 0, as...)
+	work := make([][][]byte, agents)
+	for i := range b.N {
+		work[i%agents] = append(work[i%agents], as[i%agents].next(b))
+	}
+	seen := watchSizes(b, tl)
+	lat := make([][]time.Duration, agents)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for w, rs := range work {
+		wg.Go(func() {
+			tick := time.NewTicker(time.Second * agents / rate)
+			defer tick.Stop()
+			for _, r := range rs {
+				<-tick.C
+				start := time.Now()
+				idx, err := tl.Append(context.Background(), [][]byte{r})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], seen.wait(idx[0]+1).Sub(start))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportPercentiles(b, slices.Concat(lat...), "ms", time.Millisecond)
+}
+
+// sizeClock records when Watch first showed each checkpoint size.
+type sizeClock struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	at   []struct {
+		size uint64
+		t    time.Time
+	}
+}
+
+func watchSizes(b *testing.B, tl *testLog) *sizeClock {
+	c := &sizeClock{}
+	c.cond = sync.NewCond(&c.mu)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	w := tl.Watch(ctx)
+	go func() {
+		for n := range w {
+			now := time.Now()
+			cp, _, _, err := log.ParseCheckpoint(n, testOrigin, tl.verifier)
+			if err != nil {
+				panic(err)
+			}
+			c.mu.Lock()
+			c.at = append(c.at, struct {
+				size uint64
+				t    time.Time
+			}{cp.Size, now})
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// wait returns when a checkpoint of at least size was first seen.
+func (c *sizeClock) wait(size uint64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for _, e := range c.at {
+			if e.size >= size {
+				return e.t
+			}
+		}
+		c.cond.Wait()
+	}
+}
+
+// BenchmarkHeap appends receipts from 64 concurrent appenders to a log of
+// 10,000 and of 1,000,000 leaves and reports the peak live heap: the
+// ledger keeps O(log n) state in memory, so the two should match.
+func BenchmarkHeap(b *testing.B) {
+	b.Run("size=10k", func(b *testing.B) {
+		tl := openTestLog(b, 0)
+		tl.bulkAppend(b, rawLeaf, 10_000, 1<<16)
+		benchHeap(b, tl)
+	})
+	b.Run("size=1M", func(b *testing.B) { benchHeap(b, millionLog(b)) })
+}
+
+func benchHeap(b *testing.B, tl *testLog) {
+	const appenders = 64
+	as := make([]*agent, appenders)
+	work := make([][][]byte, appenders)
+	for i := range as {
+		as[i] = newAgent(1000 + i + int(tl.Size())) // fresh agents for each log
+		tl.agents.enroll(as[i].pub())
+	}
+	for i := range b.N {
+		work[i%appenders] = append(work[i%appenders], as[i%appenders].next(b))
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	peak := sampleHeap()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, rs := range work {
+		wg.Go(func() {
+			for _, r := range rs {
+				if _, err := tl.Append(context.Background(), [][]byte{r}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	max := peak()
+	b.ReportMetric(float64(max)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(base)/(1<<20), "start-heap-MiB")
+	b.ReportMetric(float64(tl.Size()), "leaves")
+}
+
+// sampleHeap samples HeapAlloc every millisecond until the returned
+// function is called, which returns the largest sample.
+func sampleHeap() func() uint64 {
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		var ms runtime.MemStats
+		var max uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			max = maxU(max, ms.HeapAlloc)
+			select {
+			case <-stop:
+				done <- max
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(stop); return <-done }
+}
+
+func maxU(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
