@@ -174,6 +174,15 @@ func TestLedgerServeGraceful(t *testing.T) {
 	w := newLedgerWorld(t)
 	b := newBurst(t, w, 3, 40, 2)
 	s := w.serve()
+	// An open WatchCheckpoints stream must not hold the shutdown up.
+	stream, err := s.client().WatchCheckpoints(t.Context(), connect.NewRequest(&ledgerv1.WatchCheckpointsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() {
+		t.Fatalf("WatchCheckpoints: %v", stream.Err())
+	}
 	half := make(chan struct{})
 	done := make(chan struct{})
 	go func() { defer close(done); b.run(t, s, half) }()
@@ -185,6 +194,11 @@ func TestLedgerServeGraceful(t *testing.T) {
 		t.Fatalf("bankdoor ledger serve exited %d on SIGTERM, want 0:\n%s", code, s.output())
 	}
 	<-done
+	for stream.Receive() {
+	}
+	if connectCode(stream.Err()) != connect.CodeUnavailable {
+		t.Errorf("the watch ended with %v, want unavailable (shutting down)", stream.Err())
+	}
 	for _, want := range []string{`msg="shutting down" signal=terminated`, `msg=stopped size=`} {
 		if !strings.Contains(s.output(), want) {
 			t.Errorf("stderr does not say %q:\n%s", want, s.output())
