@@ -94,6 +94,7 @@ func startShipping(e *env, f *ledgerFlags, receipts string, key ed25519.PrivateK
 		}
 		return nil, err
 	}
+	cfg.Logger.Info("shipping receipts to the ledger in the background", "receipts", receipts)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.sh, s.cancel = sh, cancel
 	go func() { s.done <- sh.Run(ctx) }()

@@ -197,8 +197,8 @@ func (s *Shipper) final() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FinalTimeout)
 	defer cancel()
 	err := s.Sync(ctx)
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, ErrRefused) { // a refusal is logged already
+		return err
 	}
 	if last, lerr := s.dir.last(); lerr == nil && last > s.Shipped() {
 		s.log.Warn(fmt.Sprintf("receipts seq %d..%d are not in the ledger yet; they stay in the receipts directory and the next proxy started on it ships them",
@@ -220,8 +220,8 @@ func (s *Shipper) Sync(ctx context.Context) error {
 	err := s.pass(ctx)
 	switch {
 	case err == nil:
-		if s.lastErr != "" {
-			s.log.Info("ledger reachable again; shipping resumed", "shipped", s.Shipped())
+		if s.lastErr != "" { // at the level of the warning it ends
+			s.log.Warn("ledger reachable again; the receipts held back are shipped", "shipped", s.Shipped())
 			s.lastErr = ""
 		}
 	case errors.Is(err, ErrRefused):
