@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,8 +111,8 @@ func New(cfg Config) (*Shipper, error) {
 	if cfg.Dir == "" || cfg.Ledger == nil {
 		return nil, errors.New("spool: Config.Dir and Config.Ledger are required")
 	}
-	if len(cfg.KeyID) != 16 {
-		return nil, fmt.Errorf("spool: Config.KeyID %q is not a 16-hex-digit key_id", cfg.KeyID)
+	if len(cfg.KeyID) != 16 || strings.Trim(cfg.KeyID, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("spool: Config.KeyID %q is not a key_id (16 lower-case hex digits)", cfg.KeyID)
 	}
 	setDefaults(&cfg)
 	return &Shipper{

@@ -490,6 +490,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{KeyID: "0123456789abcdef", Ledger: l},
 		{Dir: "d", KeyID: "0123456789abcdef"},
 		{Dir: "d", KeyID: "short", Ledger: l},
+		{Dir: "d", KeyID: "0123456789ABCDEF", Ledger: l},
 	} {
 		if _, err := spool.New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
