@@ -275,10 +275,7 @@ func benchHeap(b *testing.B, tl *testLog) {
 	for i := range b.N {
 		work[i%appenders] = append(work[i%appenders], as[i%appenders].next(b))
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
+	base := liveHeap()
 	peak := sampleHeap()
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -295,9 +292,21 @@ func benchHeap(b *testing.B, tl *testLog) {
 	wg.Wait()
 	b.StopTimer()
 	max := peak()
+	work = nil
 	b.ReportMetric(float64(max)/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(base)/(1<<20), "start-heap-MiB")
+	b.ReportMetric(float64(base)/(1<<20), "start-live-MiB")
+	b.ReportMetric(float64(liveHeap())/(1<<20), "end-live-MiB")
 	b.ReportMetric(float64(tl.Size()), "leaves")
+}
+
+// liveHeap returns the heap in use after two collections (the second
+// empties the sync.Pools bbolt keeps page buffers in).
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // sampleHeap samples HeapAlloc every millisecond until the returned
