@@ -379,6 +379,19 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "000001.json, 000002.json, 000003.json, 000004.json, 000005.json, 000006.json") {
 		t.Errorf("bankdoor verify against another ledger: exit %d, want 1 naming every receipt\n%s", code, out)
 	}
+
+	// The newest receipt deleted (tail truncation): the chain still
+	// verifies offline, but not against the ledger.
+	if err := os.Remove(filepath.Join(w.receipts, receipt.FileName(6))); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := w.verify(w.receipts); code != 0 {
+		t.Fatalf("bankdoor verify of the truncated directory, offline: exit %d\n%s", code, out)
+	}
+	code, out = w.verify(w.receipts, "--ledger", url, "--log-key", vkey)
+	if code != 1 || !strings.Contains(out, "receipts seq 6..6 are missing from the directory") {
+		t.Errorf("bankdoor verify --ledger of the truncated directory: exit %d, want 1 naming seq 6\n%s", code, out)
+	}
 }
 
 // TestE2ERemoteLedgerRefusal: a ledger that does not enroll the agent
