@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -63,21 +64,26 @@ func (f *remoteFlags) client() (ledgerv1connect.LedgerServiceClient, error) {
 }
 
 // parseLedgerURL accepts an http or https URL with a host and nothing
-// after the path.
+// after the path. Messages never repeat a password the URL may hold.
 func parseLedgerURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("--ledger %q: %v", s, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("--ledger: not a URL: %v; want one like https://ledger.example:8443", err)
 	}
+	shown := u.Redacted()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("--ledger %q: want an http:// or https:// URL, like https://ledger.example:8443", s)
+		return nil, fmt.Errorf("--ledger %q: want an http:// or https:// URL, like https://ledger.example:8443", shown)
 	case u.Host == "":
-		return nil, fmt.Errorf("--ledger %q: no host; want a URL like https://ledger.example:8443", s)
+		return nil, fmt.Errorf("--ledger %q: no host; want a URL like https://ledger.example:8443", shown)
 	case u.User != nil:
-		return nil, fmt.Errorf("--ledger %q: credentials in the URL show in process listings; put a bearer token in an environment variable and name it with --ledger-token-env", u.Redacted())
+		return nil, fmt.Errorf("--ledger %q: credentials in the URL show in process listings; put a bearer token in an environment variable and name it with --ledger-token-env", shown)
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("--ledger %q: a ledger URL has no query or fragment", s)
+		return nil, fmt.Errorf("--ledger %q: a ledger URL has no query or fragment", shown)
 	}
 	return u, nil
 }
