@@ -1,0 +1,115 @@
+// Package ledger is bankdoor's receipt log: an append-only Merkle tree
+// (RFC 6962) of receipt files in one bbolt file, with a signed checkpoint
+// (C2SP tlog-checkpoint) after every committed batch, inclusion and
+// consistency proofs, and per-agent chain heads.
+//
+// An agent's receipts form a hash chain (see package receipt); the log
+// adds what a chain alone cannot give: one tree over the receipts of all
+// agents whose signed root commits to every receipt so far, so a receipt
+// can be shown to be in the log (inclusion proof), a later tree shown to
+// extend an earlier one (consistency proof), and witnesses that cosign
+// checkpoints make removing the newest receipts detectable.
+//
+// # Leaves and Tree Hashes
+//
+// The leaves are the receipt files' bytes, in the order the log accepted
+// them; leaf indexes start at 0. Hashing is RFC 6962 section 2.1 with
+// SHA-256:
+//
+//	leaf hash  SHA-256(0x00 || file)
+//	node hash  SHA-256(0x01 || left || right)
+//	empty tree SHA-256("") = e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+//
+// For a tree of n leaves, the left subtree holds the largest power of two
+// below n leaves. Example, with one-byte leaves "a" and "b" to keep it
+// short (real leaves are receipt files):
+//
+//	leaf hash of "a"  022a6979e6dab7aa5ae4c3e5e45f7e977112a7e63593820dbec1ec738a24f93c
+//	leaf hash of "b"  57eb35615d47f34ec714cacdf5fd74608a5e8e102724e80b24b287c0c27b6a31
+//	root of size 2    b137985ff484fb600db93107c77b0365c80d78f5b429ded0fd97361d077999eb
+//
+// Inclusion and consistency proofs are those of RFC 6962 section 2.1.1
+// and 2.1.2: lists of 32-byte hashes, ordered from the leaf (or the older
+// tree) upward. Any tree size from 1 to the current one can be proved; a
+// consistency proof from size 0 is empty (C2SP tlog-witness).
+//
+// # Checkpoints
+//
+// After each committed batch the log signs a checkpoint,
+// SPEC: https://c2sp.org/tlog-checkpoint: a signed note
+// (golang.org/x/mod/sumdb/note) whose text is three lines, each ending in a
+// newline — the origin, the tree size in decimal, the standard base64
+// root hash — then a blank line and one signature line: an em dash
+// (U+2014), a space, the key name (equal to the origin), a space, and the
+// base64 of the 4-byte key hash followed by the 64-byte Ed25519 signature
+// of the text. Witness cosignatures (C2SP tlog-cosignature) are further
+// signature lines on the same note. The checkpoint of the two-leaf example
+// above, for origin bank.example/ledger, signed with the Ed25519 key whose
+// seed is the bytes 0x00, 0x01, ..., 0x1f:
+//
+//	bank.example/ledger
+//	2
+//	sTeYX/SE+2ANuTEHx3sDZcgNePW0Kd7Q/Zc2HQd5mes=
+//
+//	— bank.example/ledger HiWmq89BK0HbZQrHKNP1MVj+0I7sNoPMJ8Bm58AW70jR4N+2UYOyQZAXIjAdhIyggGi9wnfkD/PIi6Hgh2Kd5Bd0AAs=
+//
+// Its verifier key, the line of the .vkey file (see [WriteKey]):
+//
+//	bank.example/ledger+1e25a6ab+AQOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4
+//
+// A new log starts with the signed checkpoint of size 0 and the empty
+// tree's root.
+//
+// # Appending
+//
+// [Log.Append] takes a request of receipt files and stores all or none
+// of them. Each must be a receipt [receipt.Parse] accepts (at most
+// receipt.MaxSize bytes, canonical), signed by an enrolled agent key, and
+// extend that agent's chain: seq one more than the agent's head and prev
+// the hex SHA-256 of the head's file, or seq 1 and 64 zeros for an agent
+// the log has not seen. A file already in the log (same leaf hash) is not
+// stored again; Append returns its index, so retries are harmless.
+//
+// One committer goroutine takes the waiting requests, up to
+// Options.MaxBatch receipts, and commits them in one bbolt transaction,
+// synced to disk, together with the new checkpoint (group commit). A
+// refused request does not affect the others in its group. Append returns
+// only once its receipts and a checkpoint covering them are durable.
+//
+// # Storage
+//
+// One bbolt file (go.etcd.io/bbolt) with five buckets. Integers are 8-byte
+// big-endian, so key order is numeric order.
+//
+//	bucket   key                                   value
+//	entries  leaf index                            the receipt file's bytes
+//	leaves   leaf hash (32 bytes)                  leaf index
+//	nodes    storage index of node (level, index)  the node's 32-byte hash
+//	heads    agent key_id (16 ASCII hex digits)    seq || receipt SHA-256 (32 bytes) || leaf index
+//	meta     "version"                             "1" (ASCII decimal)
+//	         "origin"                              the origin the log was created with
+//	         "size"                                tree size
+//	         "checkpoint"                          the latest signed checkpoint note
+//
+// Node (level, index) is the root of the perfect subtree over leaves
+// index·2^level to (index+1)·2^level − 1; level 0 holds the leaf hashes.
+// Every complete node is stored, none of the incomplete ones on the right
+// edge, so a proof reads O(log n) nodes. The storage index of a node is
+// golang.org/x/mod/sumdb/tlog's StoredHashIndex(level, index), its
+// position in the order nodes complete: (0,0) is 0, (0,1) is 1, (1,0) is
+// 2, (0,2) is 3, (0,3) is 4, (1,1) is 5, (2,0) is 6.
+//
+// Versioning: the meta "version" names the layout above. A bankdoor that
+// does not know a file's version refuses to open it; any change to a
+// bucket, key or value encoding takes a new version.
+//
+// [Fsck] recomputes everything derivable from the entries and names the
+// first inconsistency.
+//
+// # Errors
+//
+// Every error a [Log] method returns wraps exactly one of [ErrInvalid],
+// [ErrUnknownKey], [ErrChain], [ErrNotFound], [ErrRange], [ErrClosed] and
+// [ErrStorage], for errors.Is; the message says which receipt (position
+// in the request, seq, key_id), what is wrong and how to fix it.
+package ledger
