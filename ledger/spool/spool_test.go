@@ -227,6 +227,21 @@ func TestLedgerDownThenUp(t *testing.T) {
 	}
 }
 
+// TestRunPolls: receipts written without a Notify are shipped at the next
+// poll.
+func TestRunPolls(t *testing.T) {
+	c := newChain(t)
+	l := newMemLedger(c.pub())
+	s := c.shipper(l, nil, func(cfg *spool.Config) { cfg.Poll = 5 * time.Millisecond })
+	stop := run(t, s)
+	waitSynced(t, l)
+	c.write(3)
+	waitShipped(t, s, 3)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // run starts s.Run and returns a function that stops it and returns its
 // error.
 func run(t *testing.T, s *spool.Shipper) func() error {
