@@ -261,3 +261,56 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Fatalf("fsck: %v", rep)
 	}
 }
+
+// TestCloseFinishesInFlight closes the log while agents append: every
+// Append either succeeds, and its receipts are there after reopening, or
+// fails with ErrClosed and stored nothing of its own.
+func TestCloseFinishesInFlight(t *testing.T) {
+	const agents = 6
+	var as []*agent
+	for i := range agents {
+		as = append(as, newAgent(i))
+	}
+	tl := openTestLog(t, 8, as...)
+	type done struct {
+		receipt []byte
+		index   uint64
+	}
+	results := make([][]done, agents)
+	var wg sync.WaitGroup
+	for w, a := range as {
+		chain := a.chain(t, 200)
+		wg.Go(func() {
+			for _, r := range chain {
+				idx, err := tl.Append(context.Background(), [][]byte{r})
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results[w] = append(results[w], done{r, idx[0]})
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	tl.reopen(t)
+	stored := 0
+	for _, rs := range results {
+		for _, d := range rs {
+			got, err := tl.Entries(d.index, 1)
+			if err != nil || !bytes.Equal(got[0], d.receipt) {
+				t.Fatalf("receipt acknowledged at %d is not there after Close and reopen: %v", d.index, err)
+			}
+		}
+		stored += len(rs)
+	}
+	if tl.Size() != uint64(stored) {
+		t.Fatalf("size %d after reopen, but %d receipts were acknowledged", tl.Size(), stored)
+	}
+}

@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -36,6 +39,27 @@ func checkpointBody(n []byte) (log.Checkpoint, error) {
 		return log.Checkpoint{}, fmt.Errorf("stored checkpoint: %w", err)
 	}
 	return cp, nil
+}
+
+// signedBy reports whether the signed note n carries a signature line of
+// a key with name and key hash (the first four bytes of the signature
+// line's base64), as golang.org/x/mod/sumdb/note writes them.
+func signedBy(n []byte, name string, hash uint32) bool {
+	_, sigs, ok := bytes.Cut(n, []byte("\n\n"))
+	if !ok {
+		return false
+	}
+	for _, line := range strings.Split(string(sigs), "\n") {
+		rest, ok := strings.CutPrefix(line, "— "+name+" ")
+		if !ok {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(rest)
+		if err == nil && len(sig) >= 4 && binary.BigEndian.Uint32(sig) == hash {
+			return true
+		}
+	}
+	return false
 }
 
 // treeState is the committed tree as a store holds it.

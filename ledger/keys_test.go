@@ -137,4 +137,20 @@ func TestOpenRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `origin "ledger.example/test"`) {
 		t.Errorf("Open with another origin = %v; want an error naming the file's origin", err)
 	}
+	// Same origin, another key: the log's verifiers could not check its
+	// checkpoints any more.
+	sameName, _, _ := GenerateKey(testOrigin)
+	impostor, err := note.NewSigner(sameName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{Origin: testOrigin, Signer: impostor, Agents: agents})
+	if err == nil || !strings.Contains(err.Error(), "not signed by this log key") {
+		t.Errorf("Open with another key of the same name = %v; want a refusal", err)
+	}
+	if l, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents}); err != nil {
+		t.Errorf("Open with the right key after refusals: %v", err)
+	} else {
+		l.Close()
+	}
 }

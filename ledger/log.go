@@ -185,6 +185,10 @@ func (l *Log) load(tx store.Tx) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w; run bankdoor ledger fsck", ErrStorage, l.path, err)
 	}
+	if !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()) {
+		return fmt.Errorf("%w: %s: its checkpoints are not signed by this log key (name %s, key hash %08x); pass the --log-key the log was created with, whose .vkey verifiers hold",
+			ErrStorage, l.path, l.opts.Signer.Name(), l.opts.Signer.KeyHash())
+	}
 	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
 	return nil
 }
