@@ -26,28 +26,33 @@ func (l *Log) commitLoop() {
 			}
 			next = r
 		}
-		batch := []*request{next}
-		n := len(next.items)
-		next = nil
-	fill:
-		for n < l.maxBatch {
-			select {
-			case r, ok := <-l.reqs:
-				if !ok {
-					break fill
-				}
-				if n+len(r.items) > l.maxBatch {
-					next = r
-					break fill
-				}
-				batch = append(batch, r)
-				n += len(r.items)
-			default:
-				break fill
-			}
-		}
+		var batch []*request
+		batch, next = l.collect(next)
 		l.commit(batch)
 	}
+}
+
+// collect returns first and the requests already waiting behind it, up to
+// maxBatch receipts in all, and the waiting request that did not fit.
+func (l *Log) collect(first *request) (batch []*request, next *request) {
+	batch = []*request{first}
+	n := len(first.items)
+	for n < l.maxBatch {
+		select {
+		case r, ok := <-l.reqs:
+			if !ok {
+				return batch, nil
+			}
+			if n+len(r.items) > l.maxBatch {
+				return batch, r
+			}
+			batch = append(batch, r)
+			n += len(r.items)
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
 }
 
 // commit stores the requests of batch that extend their chains, in one
