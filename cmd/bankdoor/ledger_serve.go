@@ -41,7 +41,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&f.clientCA, "client-ca", "", "PEM CA certificates; a client certificate they issue authenticates the caller (mTLS; needs --tls-cert)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
-	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for reads too, not only for Append")
+	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs too, not only for Append (GET /healthz stays open)")
 }
 
 // serveConfig is what the flags name, loaded and checked before the
