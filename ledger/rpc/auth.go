@@ -124,7 +124,7 @@ func checkToken(s string) error {
 	return nil
 }
 
-// caller is what the HTTP layer learnt about who is calling.
+// caller is who the auth middleware found calling.
 type caller struct {
 	name  string // "token line N" or "client certificate CN=..."; "" if none
 	wrong bool   // a bearer token was presented and is not accepted
@@ -132,12 +132,22 @@ type caller struct {
 
 type callerKey struct{}
 
-// Middleware records the caller's credentials in the request context for
-// the interceptor that Interceptor returns. It must wrap the handler that
-// the interceptor is installed in.
+// Middleware refuses, before reading the request body, every call the
+// caller may not make, with an Unauthenticated error in the format of the
+// caller's protocol (Connect, gRPC or gRPC-Web; a plain 401 otherwise). It
+// records who is calling in the request context for [CallerName].
 func (a *Auth) Middleware(next http.Handler) http.Handler {
+	ew := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := a.identify(r)
+		if err := a.check(c, r.URL.Path); err != nil {
+			if !ew.IsSupported(r) {
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+			ew.Write(w, r, err)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
@@ -177,41 +187,10 @@ func (a *Auth) matchToken(header string) (Token, bool) {
 	return found, match == 1
 }
 
-// Interceptor refuses the calls the caller may not make.
-func (a *Auth) Interceptor() connect.Interceptor { return authInterceptor{a} }
-
-type authInterceptor struct{ a *Auth }
-
-func (i authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if err := i.a.check(ctx, req.Spec().Procedure); err != nil {
-			return nil, err
-		}
-		return next(ctx, req)
-	}
-}
-
-func (i authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-func (i authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if err := i.a.check(ctx, conn.Spec().Procedure); err != nil {
-			return err
-		}
-		return next(ctx, conn)
-	}
-}
-
-// check returns nil if the caller in ctx may call procedure.
-func (a *Auth) check(ctx context.Context, procedure string) error {
+// check returns nil if c may call procedure (the request path).
+func (a *Auth) check(c caller, procedure string) error {
 	if !a.enabled() || (procedure != ledgerv1connect.LedgerServiceAppendProcedure && !a.Reads) {
 		return nil
-	}
-	c, ok := ctx.Value(callerKey{}).(caller)
-	if !ok {
-		return connect.NewError(connect.CodeInternal, errors.New("server misconfigured: auth interceptor without its middleware"))
 	}
 	switch {
 	case c.name != "":

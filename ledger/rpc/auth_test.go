@@ -259,3 +259,37 @@ func TestLoadTokens(t *testing.T) {
 		t.Fatalf("LoadTokens(missing) = %v", err)
 	}
 }
+
+// TestAuthBeforeBody: a call without credentials is refused before its
+// body is read: an unauthenticated Append over the size limit is
+// Unauthenticated, not ResourceExhausted, and a request in no RPC
+// protocol gets a plain 401.
+func TestAuthBeforeBody(t *testing.T) {
+	a := newAgent(t)
+	l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{rpc.NewToken(goodToken)}}, a)
+	big := make([][]byte, rpc.MaxRequestBytes/(16<<10)+1)
+	for i := range big {
+		big[i] = make([]byte, 16<<10)
+	}
+	_, err := l.grpc().Append(t.Context(), appendReq(big...))
+	wantCode(t, err, connect.CodeUnauthenticated, "Append requires authentication")
+
+	resp, err := http.Post(l.srv.URL+"/bankdoor.ledger.v1.LedgerService/Append", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("plain POST to Append: %s, want 401", resp.Status)
+	}
+}
+
+// TestReadRequestLimit: a read request is capped far below an Append.
+func TestReadRequestLimit(t *testing.T) {
+	l := newTestLedger(t, nil)
+	req := &ledgerv1.GetInclusionProofRequest{Leaf: &ledgerv1.GetInclusionProofRequest_LeafHash{LeafHash: make([]byte, rpc.MaxReadRequestBytes)}}
+	for _, p := range protocols {
+		_, err := p.client(l).GetInclusionProof(t.Context(), connect.NewRequest(req))
+		wantCode(t, err, connect.CodeResourceExhausted)
+	}
+}

@@ -21,7 +21,8 @@
 //	GetAgentHead         key_id: 16 lower-case hex digits.
 //	WatchCheckpoints     the latest checkpoint, then each new one.
 //
-// A request message may be at most [MaxRequestBytes] on the wire.
+// An Append message may be at most [MaxRequestBytes] on the wire, any
+// other request [MaxReadRequestBytes]; a larger one is ResourceExhausted.
 //
 // # Errors
 //

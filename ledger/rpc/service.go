@@ -26,6 +26,9 @@ const (
 	// 1000 receipts of receipt.MaxSize bytes, base64-encoded in the JSON
 	// codec (4/3 of the bytes), with room for the framing.
 	MaxRequestBytes = MaxAppendReceipts*receipt.MaxSize*4/3 + 1<<20
+	// MaxReadRequestBytes caps the message of every other request: a
+	// leaf hash and a few numbers.
+	MaxReadRequestBytes = 4 << 10
 )
 
 // Service serves one ledger.Log as bankdoor.ledger.v1.LedgerService.
@@ -46,16 +49,22 @@ func New(l *ledger.Log, logger *slog.Logger) *Service {
 }
 
 // Handler returns the path prefix and the HTTP handler that serve the
-// service with the Connect, gRPC and gRPC-Web protocols, with auth's
-// checks (nil: none) and the request size limit.
+// service with the Connect, gRPC and gRPC-Web protocols, behind auth's
+// checks (nil: none). An Append message may be MaxRequestBytes long on the
+// wire, any other request MaxReadRequestBytes.
 func (s *Service) Handler(auth *Auth) (string, http.Handler) {
 	if auth == nil {
 		auth = &Auth{}
 	}
-	path, h := ledgerv1connect.NewLedgerServiceHandler(s,
-		connect.WithReadMaxBytes(MaxRequestBytes),
-		connect.WithInterceptors(auth.Interceptor()),
-	)
+	path, appendH := ledgerv1connect.NewLedgerServiceHandler(s, connect.WithReadMaxBytes(MaxRequestBytes))
+	_, readH := ledgerv1connect.NewLedgerServiceHandler(s, connect.WithReadMaxBytes(MaxReadRequestBytes))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ledgerv1connect.LedgerServiceAppendProcedure {
+			appendH.ServeHTTP(w, r)
+			return
+		}
+		readH.ServeHTTP(w, r)
+	})
 	return path, auth.Middleware(h)
 }
 
