@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"math/big"
 	"net"
 	"net/http"
@@ -281,6 +282,18 @@ func TestAuthBeforeBody(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("plain POST to Append: %s, want 401", resp.Status)
+	}
+
+	// The check and the router see the same path: an escaped spelling of
+	// Append is still Append.
+	body := `{"receipts":["` + base64.StdEncoding.EncodeToString(a.next(t, 1)[0]) + `"]}`
+	resp, err = http.Post(l.srv.URL+"/bankdoor.ledger.v1.LedgerService/%41ppend", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || l.log.Size() != 0 {
+		t.Fatalf("POST to .../%%41ppend: %s, log size %d; want 401 and 0", resp.Status, l.log.Size())
 	}
 }
 
