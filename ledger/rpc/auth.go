@@ -34,6 +34,8 @@ const (
 // When Tokens or ClientCerts is set, Append requires an authenticated
 // caller; the read procedures do too if Reads is set. A refused call fails
 // with connect.CodeUnauthenticated (HTTP 401 in the Connect protocol).
+// [Auth.Middleware] does the checking, before the request body is read.
+// An Auth must not change once Middleware has been called.
 type Auth struct {
 	// Tokens are the accepted bearer tokens, as LoadTokens returns them.
 	Tokens []Token
@@ -51,8 +53,14 @@ type Token struct {
 	line int // in the token file, for log lines; never the token itself
 }
 
-// NewToken returns the Token for secret.
-func NewToken(secret string) Token { return Token{sum: sha256.Sum256([]byte(secret))} }
+// NewToken returns the Token for secret, which must be a token as
+// LoadTokens accepts them.
+func NewToken(secret string) (Token, error) {
+	if err := checkToken(secret); err != nil {
+		return Token{}, err
+	}
+	return Token{sum: sha256.Sum256([]byte(secret))}, nil
+}
 
 func (a *Auth) enabled() bool { return len(a.Tokens) > 0 || a.ClientCerts }
 

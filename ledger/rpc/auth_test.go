@@ -65,7 +65,7 @@ func TestBearerTokens(t *testing.T) {
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
 					a := newAgent(t)
-					l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{rpc.NewToken(goodToken)}, Reads: tc.reads}, a)
+					l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{token(t, goodToken)}, Reads: tc.reads}, a)
 					c := p.client(l)
 					_, err := c.Append(t.Context(), withToken(appendReq(a.next(t, 1)...), tc.header))
 					checkAuth(t, err, tc.append, tc.want)
@@ -267,7 +267,7 @@ func TestLoadTokens(t *testing.T) {
 // protocol gets a plain 401.
 func TestAuthBeforeBody(t *testing.T) {
 	a := newAgent(t)
-	l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{rpc.NewToken(goodToken)}}, a)
+	l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{token(t, goodToken)}}, a)
 	big := make([][]byte, rpc.MaxRequestBytes/(16<<10)+1)
 	for i := range big {
 		big[i] = make([]byte, 16<<10)

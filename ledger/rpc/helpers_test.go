@@ -241,3 +241,13 @@ func wantCode(t testing.TB, err error, code connect.Code, want ...string) {
 		}
 	}
 }
+
+// token returns the Token for secret.
+func token(t testing.TB, secret string) rpc.Token {
+	t.Helper()
+	tok, err := rpc.NewToken(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
