@@ -47,7 +47,7 @@ type Options struct {
 	Signer   note.Signer // signs checkpoints (Ed25519 note key)
 	Agents   Agents      // enrolled agents; Append refuses others
 	MaxBatch int         // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
-	Logger   *slog.Logger
+	Logger   *slog.Logger // commit failures are logged here; nil discards
 }
 
 // Head is the last receipt the log holds for one agent key.
