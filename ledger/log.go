@@ -43,10 +43,10 @@ type Agents interface {
 
 // Options configure a Log.
 type Options struct {
-	Origin   string      // checkpoint origin line; must match Signer's name
-	Signer   note.Signer // signs checkpoints (Ed25519 note key)
-	Agents   Agents      // enrolled agents; Append refuses others
-	MaxBatch int         // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
+	Origin   string       // checkpoint origin line; must match Signer's name
+	Signer   note.Signer  // signs checkpoints (Ed25519 note key)
+	Agents   Agents       // enrolled agents; Append refuses others
+	MaxBatch int          // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
 	Logger   *slog.Logger // commit failures are logged here; nil discards
 }
 

@@ -27,7 +27,7 @@ type vectors struct {
 	Origin      string              `json:"origin"`
 	LogVkey     string              `json:"log_vkey"`
 	AgentPublic []byte              `json:"agent_public_key"`
-	Leaves      []string            `json:"leaves"` // the receipt files, as text
+	Leaves      []string            `json:"leaves"`      // the receipt files, as text
 	Checkpoints []string            `json:"checkpoints"` // index i: the note for size i+1
 	Inclusion   []inclusionVector   `json:"inclusion"`
 	Consistency []consistencyVector `json:"consistency"`
