@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
@@ -55,13 +57,9 @@ func (l *Log) Append(ctx context.Context, receipts [][]byte) ([]uint64, error) {
 	if len(receipts) == 0 {
 		return []uint64{}, nil
 	}
-	items := make([]item, len(receipts))
-	for i, data := range receipts {
-		it, err := l.check(i, data)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = it
+	items, err := l.checkAll(receipts)
+	if err != nil {
+		return nil, err
 	}
 	req := &request{items: items, done: make(chan result, 1)}
 	if err := l.enqueue(ctx, req); err != nil {
@@ -88,6 +86,36 @@ func (l *Log) enqueue(ctx context.Context, req *request) error {
 	case <-ctx.Done():
 		return fmt.Errorf("append: %w (nothing was stored)", ctx.Err())
 	}
+}
+
+// parallelFrom is the request size from which checkAll spreads the
+// signature checks over all CPUs.
+const parallelFrom = 16
+
+// checkAll checks every receipt of a request, on all CPUs for a large
+// request, and returns the error of the first bad receipt by position.
+func (l *Log) checkAll(receipts [][]byte) ([]item, error) {
+	items := make([]item, len(receipts))
+	errs := make([]error, len(receipts))
+	workers := 1
+	if len(receipts) >= parallelFrom {
+		workers = min(runtime.GOMAXPROCS(0), len(receipts))
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(receipts); i += workers {
+				items[i], errs[i] = l.check(i, receipts[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
 }
 
 // check runs the checks that need no log state: size, strict parse,

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -312,5 +313,22 @@ func TestCloseFinishesInFlight(t *testing.T) {
 	}
 	if tl.Size() != uint64(stored) {
 		t.Fatalf("size %d after reopen, but %d receipts were acknowledged", tl.Size(), stored)
+	}
+}
+
+// TestLargeRequestNamesFirstBad: the receipts of a large request are
+// checked on all CPUs; the error still names the first bad one.
+func TestLargeRequestNamesFirstBad(t *testing.T) {
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	rs := a.chain(t, 3*parallelFrom)
+	rs[parallelFrom+3] = []byte("garbage")
+	rs[2*parallelFrom] = []byte("{}")
+	_, err := tl.Append(context.Background(), rs)
+	if want := fmt.Sprintf("receipt %d:", parallelFrom+3); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Append = %v; want ErrInvalid naming %q", err, want)
+	}
+	if tl.Size() != 0 {
+		t.Fatalf("size %d after a refused request", tl.Size())
 	}
 }

@@ -104,6 +104,26 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendRequest measures one appender sending requests of 256
+// receipts, as the spool shipper and the RPC handler do.
+func BenchmarkAppendRequest(b *testing.B) {
+	const per = 256
+	a := newAgent(1)
+	tl := openTestLog(b, 0, a)
+	reqs := make([][][]byte, 0, b.N/per+1)
+	for i := 0; i < b.N; i += per {
+		reqs = append(reqs, a.chain(b, min(per, b.N-i)))
+	}
+	b.ResetTimer()
+	for _, r := range reqs {
+		if _, err := tl.Append(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "receipts/s")
+}
+
 func benchAppend(b *testing.B, appenders, maxBatch int) {
 	agents := make([]*agent, appenders)
 	for i := range agents {
