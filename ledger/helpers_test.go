@@ -3,7 +3,9 @@ package ledger
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"encoding/hex"
 	"path/filepath"
 	"sync"
@@ -179,4 +181,9 @@ func (tl *testLog) mustAppend(t testing.TB, receipts ...[]byte) []uint64 {
 		t.Fatalf("Append: %v", err)
 	}
 	return idx
+}
+
+// skeyString formats a note signer key: PRIVATE+KEY+name+hash+base64(1 || seed).
+func skeyString(name string, hash uint32, seed []byte) string {
+	return fmt.Sprintf("PRIVATE+KEY+%s+%08x+%s", name, hash, base64.StdEncoding.EncodeToString(append([]byte{1}, seed...)))
 }
