@@ -78,18 +78,29 @@
 //
 // # Storage
 //
-// One bbolt file (go.etcd.io/bbolt) with five buckets. Integers are 8-byte
-// big-endian, so key order is numeric order.
+// One bbolt file (go.etcd.io/bbolt) with seven buckets. Integers are
+// 8-byte big-endian, so key order is numeric order.
 //
-//	bucket   key                                   value
-//	entries  leaf index                            the receipt file's bytes
-//	leaves   leaf hash (32 bytes)                  leaf index
-//	nodes    storage index of node (level, index)  the node's 32-byte hash
-//	heads    agent key_id (16 ASCII hex digits)    seq || receipt SHA-256 (32 bytes) || leaf index
-//	meta     "version"                             "1" (ASCII decimal)
-//	         "origin"                              the origin the log was created with
-//	         "size"                                tree size
-//	         "checkpoint"                          the latest signed checkpoint note
+//	bucket        key                                   value
+//	entries       leaf index                            the receipt file's bytes
+//	leaves        leaf hash (32 bytes)                  leaf index
+//	nodes         storage index of node (level, index)  the node's 32-byte hash
+//	heads         agent key_id (16 ASCII hex digits)    seq || receipt SHA-256 (32 bytes) || leaf index
+//	cosignatures  tree size || witness key name         the witness's signature line(s) on the checkpoint of that size
+//	witnesses     witness key name                      the largest tree size it cosigned
+//	meta          "version"                             "2" (ASCII decimal)
+//	              "origin"                              the origin the log was created with
+//	              "size"                                tree size
+//	              "checkpoint"                          the latest signed checkpoint note, log signature only
+//
+// A cosignature line is "— " (U+2014, space), the witness key name, a
+// space, and the base64 of the key hash (4 bytes), timestamp (8) and
+// Ed25519 signature (64) of C2SP tlog-cosignature; [CosignatureStore]
+// stores only lines verified over the log's checkpoint of that size, and
+// GetCheckpoint serves the latest checkpoint with those of its size
+// (package anchor/cosignature has a worked example). For example, witness
+// "witness.example" cosigning size 3 is the key
+// 00 00 00 00 00 00 00 03 77 69 74 6e 65 73 73 2e 65 78 61 6d 70 6c 65.
 //
 // Node (level, index) is the root of the perfect subtree over leaves
 // index·2^level to (index+1)·2^level − 1; level 0 holds the leaf hashes.
@@ -101,7 +112,10 @@
 //
 // Versioning: the meta "version" names the layout above. A bankdoor that
 // does not know a file's version refuses to open it; any change to a
-// bucket, key or value encoding takes a new version.
+// bucket, key or value encoding takes a new version. Version "1" is the
+// layout without the cosignatures and witnesses buckets: [Open] upgrades
+// such a file by adding the two buckets, empty, then writing version "2";
+// [Fsck] reads it as is.
 //
 // [Fsck] recomputes everything derivable from the entries and names the
 // first inconsistency.

@@ -94,8 +94,8 @@ func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
 	if err != nil {
 		return 0, log.Checkpoint{}, err
 	}
-	if string(version) != store.Version {
-		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks version %q", version, store.Version)
+	if !store.KnownVersion(version) {
+		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks versions %q and %q", version, store.Version1, store.Version)
 	}
 	origin, _ := tx.Meta(store.MetaOrigin)
 	rep.Origin = string(origin)

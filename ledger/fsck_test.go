@@ -73,7 +73,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 			return put("meta", []byte("checkpoint"), cp)(tx)
 		}, "stored checkpoint has size 20 and root 0000"},
 		{"checkpoint not a note", put("meta", []byte("checkpoint"), []byte("hello")), "not a signed note"},
-		{"unknown version", put("meta", []byte("version"), []byte("2")), `version is "2"`},
+		{"unknown version", put("meta", []byte("version"), []byte("3")), `version is "3"`},
 		{"chain broken", func(tx *bolt.Tx) error { // entries 8 and 9 swapped, with their leaf index
 			return errors.Join(put("entries", key(8), rs[9])(tx), put("entries", key(9), rs[8])(tx),
 				put("leaves", hasher.HashLeaf(rs[9]), key(8))(tx), put("leaves", hasher.HashLeaf(rs[8]), key(9))(tx))

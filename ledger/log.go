@@ -75,10 +75,11 @@ type Log struct {
 	done    chan struct{} // closed when the committer has returned
 
 	// mu guards the published checkpoint and the channel Watch waits on.
-	mu      sync.Mutex
-	cp      published
-	changed chan struct{} // closed and replaced on each new checkpoint
-	stopped bool          // set by Close once the last checkpoint is published
+	mu       sync.Mutex
+	cp       published
+	changed  chan struct{} // closed and replaced on each new checkpoint
+	cosigned chan struct{} // closed and replaced on each stored cosignature
+	stopped  bool          // set by Close once the last checkpoint is published
 
 	// Owned by the committer goroutine after Open.
 	rng  *compact.Range
@@ -145,6 +146,7 @@ func open(s store.Store, path string, opts Options) (*Log, error) {
 		reqs:     make(chan *request, 256),
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),
+		cosigned: make(chan struct{}),
 	}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -169,9 +171,12 @@ func (l *Log) load(tx store.Tx) error {
 	if version == nil {
 		return l.create(tx)
 	}
-	if string(version) != store.Version {
-		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads version %q, upgrade it",
-			ErrStorage, l.path, version, store.Version)
+	if !store.KnownVersion(version) {
+		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q and %q, upgrade it",
+			ErrStorage, l.path, version, store.Version1, store.Version)
+	}
+	if err := l.upgrade(tx, version); err != nil {
+		return err
 	}
 	origin, err := tx.Meta(store.MetaOrigin)
 	if err != nil {
@@ -231,6 +236,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	l.stopped = true
 	close(l.changed)
+	close(l.cosigned)
 	l.mu.Unlock()
 	return l.store.Close()
 }

@@ -18,11 +18,18 @@ var (
 	bucketNodes   = []byte("nodes")
 	bucketHeads   = []byte("heads")
 	bucketMeta    = []byte("meta")
+	// Since version 2; a version 1 file opened read-only has neither.
+	bucketCosignatures = []byte("cosignatures")
+	bucketWitnesses    = []byte("witnesses")
 )
 
-func buckets() [][]byte {
+// coreBuckets are the buckets of every version.
+func coreBuckets() [][]byte {
 	return [][]byte{bucketEntries, bucketLeaves, bucketNodes, bucketHeads, bucketMeta}
 }
+
+// buckets are the buckets of Version.
+func buckets() [][]byte { return append(coreBuckets(), bucketCosignatures, bucketWitnesses) }
 
 // lockTimeout bounds the wait for the file lock another process holds.
 const lockTimeout = time.Second
@@ -63,7 +70,7 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 func (s *Bolt) init(readOnly bool) error {
 	if readOnly {
 		return s.db.View(func(tx *bolt.Tx) error {
-			for _, name := range buckets() {
+			for _, name := range coreBuckets() {
 				if tx.Bucket(name) == nil {
 					return fmt.Errorf("%s is not a bankdoor ledger: no bucket %q", s.path, name)
 				}

@@ -102,3 +102,41 @@ func TestEncodings(t *testing.T) {
 		t.Error("ParseIndex of 7 bytes succeeded")
 	}
 }
+
+// TestBoltVersion1ReadOnly opens a file made before the cosignatures and
+// witnesses buckets existed, read-only: it reads as holding none.
+func TestBoltVersion1ReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range coreBuckets() {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put([]byte(MetaVersion), []byte(Version1))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenBolt(path, true)
+	if err != nil {
+		t.Fatalf("opening a version 1 file read-only: %v", err)
+	}
+	defer s.Close()
+	mustView(t, s, func(tx Tx) error {
+		n := 0
+		err := tx.ForEachCosignature(0, func(string, []byte) error { n++; return nil })
+		c, err2 := tx.Cosignature(0, "w")
+		_, ok, err3 := tx.WitnessSize("w")
+		if n != 0 || c != nil || ok || errors.Join(err, err2, err3) != nil {
+			t.Errorf("version 1 file: %d cosignatures, Cosignature %q, WitnessSize ok %v, errors %v; want none",
+				n, c, ok, errors.Join(err, err2, err3))
+		}
+		return nil
+	})
+}

@@ -5,14 +5,16 @@
 //
 // # Layout
 //
-// A store holds five keyspaces. Integers are unsigned 64-bit big-endian, so
+// A store holds seven keyspaces. Integers are unsigned 64-bit big-endian, so
 // byte order is numeric order.
 //
-//	entries  key: leaf index (8 bytes)            value: the receipt file's bytes (1..receipt.MaxSize)
-//	leaves   key: RFC 6962 leaf hash (32 bytes)    value: leaf index (8 bytes)
-//	nodes    key: storage index (8 bytes)         value: 32-byte hash of that complete subtree
-//	heads    key: agent key_id (ASCII)            value: seq (8) || receipt SHA-256 (32) || leaf index (8)
-//	meta     key: name (ASCII)                    value: see the Meta* constants
+//	entries       key: leaf index (8 bytes)             value: the receipt file's bytes (1..receipt.MaxSize)
+//	leaves        key: RFC 6962 leaf hash (32 bytes)     value: leaf index (8 bytes)
+//	nodes         key: storage index (8 bytes)          value: 32-byte hash of that complete subtree
+//	heads         key: agent key_id (ASCII)             value: seq (8) || receipt SHA-256 (32) || leaf index (8)
+//	meta          key: name (ASCII)                     value: see the Meta* constants
+//	cosignatures  key: tree size (8) || witness name    value: the witness's signature line(s) on the checkpoint of that size
+//	witnesses     key: witness name                     value: the largest tree size it cosigned (8 bytes)
 //
 // Node (level, index) is the root of the perfect subtree over leaves
 // [index·2^level, (index+1)·2^level); level 0 nodes are the leaf hashes.
@@ -25,9 +27,12 @@
 //
 // # Versioning
 //
-// Meta key "version" holds the decimal ASCII format version, today "1".
+// Meta key "version" holds the decimal ASCII format version, today "2".
 // A reader refuses a store whose version it does not know: any change to
-// a key or value encoding above takes a new version.
+// a key or value encoding above takes a new version. Version "1" is the
+// same layout without the cosignatures and witnesses keyspaces; a store of
+// version 1 reads as one with no cosignatures, and the ledger upgrades it
+// to version 2 (writing only the new version) when it opens it for writing.
 package store
 
 import (
@@ -40,7 +45,15 @@ import (
 )
 
 // Version is the storage format version written to meta key "version".
-const Version = "1"
+const Version = "2"
+
+// Version1 is the format before cosignatures were stored: Version's
+// layout without the cosignatures and witnesses keyspaces. It is read,
+// and upgraded to Version by a writer.
+const Version1 = "1"
+
+// KnownVersion reports whether v is a format version this code reads.
+func KnownVersion(v []byte) bool { return string(v) == Version || string(v) == Version1 }
 
 // Meta keys.
 const (
@@ -96,6 +109,20 @@ type Tx interface {
 	Head(keyID string) (h Head, ok bool, err error)
 	PutHead(keyID string, h Head) error
 	ForEachHead(fn func(keyID string, h Head) error) error
+
+	// Cosignature returns the lines witness signed over the log's
+	// checkpoint of size, or nil.
+	Cosignature(size uint64, witness string) ([]byte, error)
+	// PutCosignature stores lines as witness's cosignature of size,
+	// replacing any earlier one. witness must not be empty.
+	PutCosignature(size uint64, witness string, lines []byte) error
+	// ForEachCosignature calls fn for each witness's lines on the
+	// checkpoint of size, in witness name order, until fn returns an error.
+	ForEachCosignature(size uint64, fn func(witness string, lines []byte) error) error
+	// WitnessSize returns the largest size recorded for witness with
+	// PutWitnessSize; ok is false if none was.
+	WitnessSize(witness string) (size uint64, ok bool, err error)
+	PutWitnessSize(witness string, size uint64) error
 }
 
 // Encodings shared by backends that store bytes under byte keys.

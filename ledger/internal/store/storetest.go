@@ -27,6 +27,7 @@ func TestStorage(t *testing.T, open func(t *testing.T) Store) {
 		{"EntryOrder", testEntryOrder},
 		{"ForEachStops", testForEachStops},
 		{"Concurrent", testConcurrent},
+		{"Cosignatures", testCosignatures},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,4 +260,47 @@ func testConcurrent(t *testing.T, s Store) {
 		})
 	}
 	wg.Wait()
+}
+
+// testCosignatures checks the cosignatures and witnesses keyspaces: one
+// size's cosignatures are listed apart from the neighbouring sizes', in
+// witness order, and a witness name cannot be empty.
+func testCosignatures(t *testing.T, s Store) {
+	mustUpdate(t, s, func(tx Tx) error {
+		return errors.Join(
+			tx.PutCosignature(1<<8, "w", []byte("not listed")), // same byte as 1 in another position
+			tx.PutCosignature(1, "w2", []byte("w2 at 1")),
+			tx.PutCosignature(1, "w1", []byte("w1 at 1")),
+			tx.PutCosignature(2, "w1", []byte("w1 at 2")),
+			tx.PutWitnessSize("w1", 2))
+	})
+	mustView(t, s, func(tx Tx) error {
+		var got []string
+		err := tx.ForEachCosignature(1, func(w string, lines []byte) error {
+			got = append(got, w+": "+string(lines))
+			return nil
+		})
+		if diff := cmp.Diff([]string{"w1: w1 at 1", "w2: w2 at 1"}, got); err != nil || diff != "" {
+			t.Errorf("ForEachCosignature(1): err %v, (-want +got):\n%s", err, diff)
+		}
+		if c, err := tx.Cosignature(2, "w1"); string(c) != "w1 at 2" || err != nil {
+			t.Errorf("Cosignature(2, w1) = %q, %v", c, err)
+		}
+		if c, err := tx.Cosignature(2, "w2"); c != nil || err != nil {
+			t.Errorf("Cosignature(2, w2) = %q, %v; want nil, nil", c, err)
+		}
+		if n, ok, err := tx.WitnessSize("w1"); n != 2 || !ok || err != nil {
+			t.Errorf("WitnessSize(w1) = %d, %v, %v; want 2, true, nil", n, ok, err)
+		}
+		if _, ok, err := tx.WitnessSize("w2"); ok || err != nil {
+			t.Errorf("WitnessSize(w2) = ok %v, err %v; want false, nil", ok, err)
+		}
+		return nil
+	})
+	if err := s.Update(func(tx Tx) error { return tx.PutCosignature(3, "", []byte("x")) }); err == nil {
+		t.Error("PutCosignature with an empty witness name succeeded")
+	}
+	if err := s.Update(func(tx Tx) error { return tx.PutWitnessSize("", 3) }); err == nil {
+		t.Error("PutWitnessSize with an empty witness name succeeded")
+	}
 }
