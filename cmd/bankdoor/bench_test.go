@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,12 +56,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			var took []time.Duration
 			for b.Loop() {
+				start := time.Now()
 				res, err := s.Client().CallTool(ctx, bc.params)
+				took = append(took, time.Since(start))
 				if bc.denied != (err != nil) || (err == nil && res.IsError) {
 					b.Fatalf("CallTool %s: err = %v, result = %+v", bc.params.Name, err, res)
 				}
 			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
 		})
 	}
 }
