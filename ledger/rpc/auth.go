@@ -31,8 +31,9 @@ const (
 // server's tls.Config verified (mTLS). The zero Auth authenticates no one
 // and requires nothing: every procedure is open.
 //
-// When Tokens or ClientCerts is set, Append requires an authenticated
-// caller; the read procedures do too if Reads is set. A refused call fails
+// When Tokens or ClientCerts is set, Append and AddCosignature (the
+// writes) require an authenticated caller; the read procedures do too if
+// Reads is set. A refused call fails
 // with connect.CodeUnauthenticated (HTTP 401 in the Connect protocol).
 // [Auth.Middleware] does the checking, before the request body is read.
 // An Auth must not change once Middleware has been called.
@@ -197,7 +198,7 @@ func (a *Auth) matchToken(header string) (Token, bool) {
 
 // check returns nil if c may call procedure (the request path).
 func (a *Auth) check(c caller, procedure string) error {
-	if !a.enabled() || (procedure != ledgerv1connect.LedgerServiceAppendProcedure && !a.Reads) {
+	if !a.enabled() || (!isWrite(procedure) && !a.Reads) {
 		return nil
 	}
 	switch {
@@ -207,6 +208,13 @@ func (a *Auth) check(c caller, procedure string) error {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the bearer token is not accepted by this ledger; use a token from the server's --token-file"))
 	}
 	return connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("%s requires authentication; %s", procedureName(procedure), a.how()))
+}
+
+// isWrite reports whether procedure changes what the ledger stores:
+// Append and AddCosignature.
+func isWrite(procedure string) bool {
+	return procedure == ledgerv1connect.LedgerServiceAppendProcedure ||
+		procedure == ledgerv1connect.LedgerServiceAddCosignatureProcedure
 }
 
 // how says which credentials the server accepts.

@@ -19,7 +19,11 @@
 //	GetEntries           start below the latest size; count 0 or above 1000 means 1000,
 //	                     and no entry beyond the latest checkpoint is returned.
 //	GetAgentHead         key_id: 16 lower-case hex digits.
-//	WatchCheckpoints     the latest checkpoint, then each new one.
+//	WatchCheckpoints     the latest checkpoint, then each new one, and again each time a
+//	                     cosignature of its size is stored; cosignatures included.
+//	AddCosignature       tree_size at most the latest size; cosignature: the signature
+//	                     line(s) of one configured witness key, verified over the log's
+//	                     checkpoint of tree_size before they are stored (see [Service.Cosign]).
 //
 // An Append message may be at most [MaxRequestBytes] on the wire, any
 // other request [MaxReadRequestBytes]; a larger one is ResourceExhausted.
@@ -30,7 +34,8 @@
 //
 //	InvalidArgument     a request field is malformed; a receipt is malformed,
 //	                    oversized, not canonical or badly signed (ledger.ErrInvalid)
-//	PermissionDenied    the receipt's key_id is not an enrolled agent (ledger.ErrUnknownKey)
+//	PermissionDenied    the receipt's key_id is not an enrolled agent (ledger.ErrUnknownKey);
+//	                    a cosignature by no configured witness key, or one that does not verify
 //	FailedPrecondition  the receipt does not extend its agent's chain (ledger.ErrChain)
 //	NotFound            no leaf has that leaf_hash (ledger.ErrNotFound)
 //	OutOfRange          a size or index beyond the latest checkpoint (ledger.ErrRange)

@@ -41,6 +41,7 @@ type testLedger struct {
 	svc      *rpc.Service
 	srv      *httptest.Server
 	verifier note.Verifier
+	vkey     string // the log's verifier key
 }
 
 // newTestLedger starts a ledger with the agents enrolled and auth (nil:
@@ -77,6 +78,7 @@ func openTestLedger(t testing.TB, agents ...*agent) *testLedger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.vkey = vkey
 	if l.verifier, err = note.NewVerifier(vkey); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ const (
 type Service struct {
 	log    *ledger.Log
 	logger *slog.Logger
+	cosign *cosigning // nil: the log's signature only; set by Cosign
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Stop: ends watches, fails health
@@ -137,9 +139,9 @@ func checkAppend(rs [][]byte) error {
 
 // GetCheckpoint implements LedgerService.GetCheckpoint.
 func (s *Service) GetCheckpoint(ctx context.Context, req *connect.Request[ledgerv1.GetCheckpointRequest]) (*connect.Response[ledgerv1.GetCheckpointResponse], error) {
-	cp := s.log.Checkpoint()
-	if len(cp) == 0 {
-		return nil, connect.NewError(connect.CodeUnavailable, errors.New("the ledger has no checkpoint yet; retry shortly"))
+	cp, err := s.checkpoint()
+	if err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&ledgerv1.GetCheckpointResponse{Checkpoint: cp}), nil
 }
@@ -275,25 +277,37 @@ func truncate(s string, n int) string {
 }
 
 // WatchCheckpoints implements LedgerService.WatchCheckpoints: the latest
-// checkpoint, then each new one, until the client goes away, the log
-// closes or Stop is called.
+// checkpoint, then each new one, and the checkpoint again when a
+// cosignature of it is stored, until the client goes away, the log closes
+// or Stop is called. A slow client skips to the newest note.
 func (s *Service) WatchCheckpoints(ctx context.Context, req *connect.Request[ledgerv1.WatchCheckpointsRequest], stream *connect.ServerStream[ledgerv1.WatchCheckpointsResponse]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := s.log.Watch(ctx)
+	var last []byte
 	for {
+		added := s.cosignatureAdded()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.stop:
 			return connect.NewError(connect.CodeUnavailable, errors.New("the ledger server is shutting down; watch again when it is back"))
-		case cp, ok := <-ch:
+		case _, ok := <-ch:
 			if !ok {
 				return connect.NewError(connect.CodeUnavailable, errors.New("the ledger closed; watch again when it is back"))
 			}
-			if err := stream.Send(&ledgerv1.WatchCheckpointsResponse{Checkpoint: cp}); err != nil {
-				return err
-			}
+		case <-added:
 		}
+		cp, err := s.checkpoint()
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(cp, last) {
+			continue
+		}
+		if err := stream.Send(&ledgerv1.WatchCheckpointsResponse{Checkpoint: cp}); err != nil {
+			return err
+		}
+		last = cp
 	}
 }

@@ -762,6 +762,107 @@ func (x *WatchCheckpointsResponse) GetCheckpoint() []byte {
 	return nil
 }
 
+type AddCosignatureRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The size of the checkpoint the witness cosigned; at most the log's size.
+	TreeSize uint64 `protobuf:"varint,1,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	// The witness's signature line(s) on that checkpoint (C2SP
+	// tlog-cosignature), each "— <key name> <base64>" and a newline, as the
+	// witness returned them to add-checkpoint.
+	Cosignature   []byte `protobuf:"bytes,2,opt,name=cosignature,proto3" json:"cosignature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCosignatureRequest) Reset() {
+	*x = AddCosignatureRequest{}
+	mi := &file_bankdoor_ledger_v1_ledger_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCosignatureRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCosignatureRequest) ProtoMessage() {}
+
+func (x *AddCosignatureRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bankdoor_ledger_v1_ledger_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCosignatureRequest.ProtoReflect.Descriptor instead.
+func (*AddCosignatureRequest) Descriptor() ([]byte, []int) {
+	return file_bankdoor_ledger_v1_ledger_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AddCosignatureRequest) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
+func (x *AddCosignatureRequest) GetCosignature() []byte {
+	if x != nil {
+		return x.Cosignature
+	}
+	return nil
+}
+
+type AddCosignatureResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key name of the witness whose cosignature was stored.
+	Witness       string `protobuf:"bytes,1,opt,name=witness,proto3" json:"witness,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCosignatureResponse) Reset() {
+	*x = AddCosignatureResponse{}
+	mi := &file_bankdoor_ledger_v1_ledger_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCosignatureResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCosignatureResponse) ProtoMessage() {}
+
+func (x *AddCosignatureResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bankdoor_ledger_v1_ledger_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCosignatureResponse.ProtoReflect.Descriptor instead.
+func (*AddCosignatureResponse) Descriptor() ([]byte, []int) {
+	return file_bankdoor_ledger_v1_ledger_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AddCosignatureResponse) GetWitness() string {
+	if x != nil {
+		return x.Witness
+	}
+	return ""
+}
+
 var File_bankdoor_ledger_v1_ledger_proto protoreflect.FileDescriptor
 
 const file_bankdoor_ledger_v1_ledger_proto_rawDesc = "" +
@@ -808,7 +909,12 @@ const file_bankdoor_ledger_v1_ledger_proto_rawDesc = "" +
 	"\x18WatchCheckpointsResponse\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x01 \x01(\fR\n" +
-	"checkpoint2\xfa\x05\n" +
+	"checkpoint\"V\n" +
+	"\x15AddCosignatureRequest\x12\x1b\n" +
+	"\ttree_size\x18\x01 \x01(\x04R\btreeSize\x12 \n" +
+	"\vcosignature\x18\x02 \x01(\fR\vcosignature\"2\n" +
+	"\x16AddCosignatureResponse\x12\x18\n" +
+	"\awitness\x18\x01 \x01(\tR\awitness2\xe8\x06\n" +
 	"\rLedgerService\x12O\n" +
 	"\x06Append\x12!.bankdoor.ledger.v1.AppendRequest\x1a\".bankdoor.ledger.v1.AppendResponse\x12i\n" +
 	"\rGetCheckpoint\x12(.bankdoor.ledger.v1.GetCheckpointRequest\x1a).bankdoor.ledger.v1.GetCheckpointResponse\"\x03\x90\x02\x01\x12u\n" +
@@ -817,7 +923,8 @@ const file_bankdoor_ledger_v1_ledger_proto_rawDesc = "" +
 	"\n" +
 	"GetEntries\x12%.bankdoor.ledger.v1.GetEntriesRequest\x1a&.bankdoor.ledger.v1.GetEntriesResponse\"\x03\x90\x02\x01\x12f\n" +
 	"\fGetAgentHead\x12'.bankdoor.ledger.v1.GetAgentHeadRequest\x1a(.bankdoor.ledger.v1.GetAgentHeadResponse\"\x03\x90\x02\x01\x12o\n" +
-	"\x10WatchCheckpoints\x12+.bankdoor.ledger.v1.WatchCheckpointsRequest\x1a,.bankdoor.ledger.v1.WatchCheckpointsResponse0\x01B\xd3\x01\n" +
+	"\x10WatchCheckpoints\x12+.bankdoor.ledger.v1.WatchCheckpointsRequest\x1a,.bankdoor.ledger.v1.WatchCheckpointsResponse0\x01\x12l\n" +
+	"\x0eAddCosignature\x12).bankdoor.ledger.v1.AddCosignatureRequest\x1a*.bankdoor.ledger.v1.AddCosignatureResponse\"\x03\x90\x02\x02B\xd3\x01\n" +
 	"\x16com.bankdoor.ledger.v1B\vLedgerProtoP\x01ZBgithub.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1;ledgerv1\xa2\x02\x03BLX\xaa\x02\x12Bankdoor.Ledger.V1\xca\x02\x12Bankdoor\\Ledger\\V1\xe2\x02\x1eBankdoor\\Ledger\\V1\\GPBMetadata\xea\x02\x14Bankdoor::Ledger::V1b\x06proto3"
 
 var (
@@ -832,7 +939,7 @@ func file_bankdoor_ledger_v1_ledger_proto_rawDescGZIP() []byte {
 	return file_bankdoor_ledger_v1_ledger_proto_rawDescData
 }
 
-var file_bankdoor_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_bankdoor_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_bankdoor_ledger_v1_ledger_proto_goTypes = []any{
 	(*AppendRequest)(nil),               // 0: bankdoor.ledger.v1.AppendRequest
 	(*AppendResponse)(nil),              // 1: bankdoor.ledger.v1.AppendResponse
@@ -848,6 +955,8 @@ var file_bankdoor_ledger_v1_ledger_proto_goTypes = []any{
 	(*GetAgentHeadResponse)(nil),        // 11: bankdoor.ledger.v1.GetAgentHeadResponse
 	(*WatchCheckpointsRequest)(nil),     // 12: bankdoor.ledger.v1.WatchCheckpointsRequest
 	(*WatchCheckpointsResponse)(nil),    // 13: bankdoor.ledger.v1.WatchCheckpointsResponse
+	(*AddCosignatureRequest)(nil),       // 14: bankdoor.ledger.v1.AddCosignatureRequest
+	(*AddCosignatureResponse)(nil),      // 15: bankdoor.ledger.v1.AddCosignatureResponse
 }
 var file_bankdoor_ledger_v1_ledger_proto_depIdxs = []int32{
 	0,  // 0: bankdoor.ledger.v1.LedgerService.Append:input_type -> bankdoor.ledger.v1.AppendRequest
@@ -857,15 +966,17 @@ var file_bankdoor_ledger_v1_ledger_proto_depIdxs = []int32{
 	8,  // 4: bankdoor.ledger.v1.LedgerService.GetEntries:input_type -> bankdoor.ledger.v1.GetEntriesRequest
 	10, // 5: bankdoor.ledger.v1.LedgerService.GetAgentHead:input_type -> bankdoor.ledger.v1.GetAgentHeadRequest
 	12, // 6: bankdoor.ledger.v1.LedgerService.WatchCheckpoints:input_type -> bankdoor.ledger.v1.WatchCheckpointsRequest
-	1,  // 7: bankdoor.ledger.v1.LedgerService.Append:output_type -> bankdoor.ledger.v1.AppendResponse
-	3,  // 8: bankdoor.ledger.v1.LedgerService.GetCheckpoint:output_type -> bankdoor.ledger.v1.GetCheckpointResponse
-	5,  // 9: bankdoor.ledger.v1.LedgerService.GetInclusionProof:output_type -> bankdoor.ledger.v1.GetInclusionProofResponse
-	7,  // 10: bankdoor.ledger.v1.LedgerService.GetConsistencyProof:output_type -> bankdoor.ledger.v1.GetConsistencyProofResponse
-	9,  // 11: bankdoor.ledger.v1.LedgerService.GetEntries:output_type -> bankdoor.ledger.v1.GetEntriesResponse
-	11, // 12: bankdoor.ledger.v1.LedgerService.GetAgentHead:output_type -> bankdoor.ledger.v1.GetAgentHeadResponse
-	13, // 13: bankdoor.ledger.v1.LedgerService.WatchCheckpoints:output_type -> bankdoor.ledger.v1.WatchCheckpointsResponse
-	7,  // [7:14] is the sub-list for method output_type
-	0,  // [0:7] is the sub-list for method input_type
+	14, // 7: bankdoor.ledger.v1.LedgerService.AddCosignature:input_type -> bankdoor.ledger.v1.AddCosignatureRequest
+	1,  // 8: bankdoor.ledger.v1.LedgerService.Append:output_type -> bankdoor.ledger.v1.AppendResponse
+	3,  // 9: bankdoor.ledger.v1.LedgerService.GetCheckpoint:output_type -> bankdoor.ledger.v1.GetCheckpointResponse
+	5,  // 10: bankdoor.ledger.v1.LedgerService.GetInclusionProof:output_type -> bankdoor.ledger.v1.GetInclusionProofResponse
+	7,  // 11: bankdoor.ledger.v1.LedgerService.GetConsistencyProof:output_type -> bankdoor.ledger.v1.GetConsistencyProofResponse
+	9,  // 12: bankdoor.ledger.v1.LedgerService.GetEntries:output_type -> bankdoor.ledger.v1.GetEntriesResponse
+	11, // 13: bankdoor.ledger.v1.LedgerService.GetAgentHead:output_type -> bankdoor.ledger.v1.GetAgentHeadResponse
+	13, // 14: bankdoor.ledger.v1.LedgerService.WatchCheckpoints:output_type -> bankdoor.ledger.v1.WatchCheckpointsResponse
+	15, // 15: bankdoor.ledger.v1.LedgerService.AddCosignature:output_type -> bankdoor.ledger.v1.AddCosignatureResponse
+	8,  // [8:16] is the sub-list for method output_type
+	0,  // [0:8] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -886,7 +997,7 @@ func file_bankdoor_ledger_v1_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bankdoor_ledger_v1_ledger_proto_rawDesc), len(file_bankdoor_ledger_v1_ledger_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

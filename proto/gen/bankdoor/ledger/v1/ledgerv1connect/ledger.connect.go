@@ -62,6 +62,9 @@ const (
 	// LedgerServiceWatchCheckpointsProcedure is the fully-qualified name of the LedgerService's
 	// WatchCheckpoints RPC.
 	LedgerServiceWatchCheckpointsProcedure = "/bankdoor.ledger.v1.LedgerService/WatchCheckpoints"
+	// LedgerServiceAddCosignatureProcedure is the fully-qualified name of the LedgerService's
+	// AddCosignature RPC.
+	LedgerServiceAddCosignatureProcedure = "/bankdoor.ledger.v1.LedgerService/AddCosignature"
 )
 
 // LedgerServiceClient is a client for the bankdoor.ledger.v1.LedgerService service.
@@ -85,8 +88,15 @@ type LedgerServiceClient interface {
 	GetEntries(context.Context, *connect.Request[v1.GetEntriesRequest]) (*connect.Response[v1.GetEntriesResponse], error)
 	// GetAgentHead returns the last receipt the log holds for an agent key.
 	GetAgentHead(context.Context, *connect.Request[v1.GetAgentHeadRequest]) (*connect.Response[v1.GetAgentHeadResponse], error)
-	// WatchCheckpoints sends the latest checkpoint, then each new one.
+	// WatchCheckpoints sends the latest checkpoint, then each new one, and
+	// the checkpoint again each time a cosignature of its size is added.
 	WatchCheckpoints(context.Context, *connect.Request[v1.WatchCheckpointsRequest]) (*connect.ServerStreamForClient[v1.WatchCheckpointsResponse], error)
+	// AddCosignature hands the ledger a witness's cosignature of one of its
+	// checkpoints, as `bankdoor anchor` collects them. The ledger verifies it
+	// over its own checkpoint of tree_size with the witness keys it was
+	// configured with, and stores it only if it verifies. Authenticated like
+	// Append. Adding the same cosignature again is harmless.
+	AddCosignature(context.Context, *connect.Request[v1.AddCosignatureRequest]) (*connect.Response[v1.AddCosignatureResponse], error)
 }
 
 // NewLedgerServiceClient constructs a client for the bankdoor.ledger.v1.LedgerService service. By
@@ -147,6 +157,13 @@ func NewLedgerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(ledgerServiceMethods.ByName("WatchCheckpoints")),
 			connect.WithClientOptions(opts...),
 		),
+		addCosignature: connect.NewClient[v1.AddCosignatureRequest, v1.AddCosignatureResponse](
+			httpClient,
+			baseURL+LedgerServiceAddCosignatureProcedure,
+			connect.WithSchema(ledgerServiceMethods.ByName("AddCosignature")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -159,6 +176,7 @@ type ledgerServiceClient struct {
 	getEntries          *connect.Client[v1.GetEntriesRequest, v1.GetEntriesResponse]
 	getAgentHead        *connect.Client[v1.GetAgentHeadRequest, v1.GetAgentHeadResponse]
 	watchCheckpoints    *connect.Client[v1.WatchCheckpointsRequest, v1.WatchCheckpointsResponse]
+	addCosignature      *connect.Client[v1.AddCosignatureRequest, v1.AddCosignatureResponse]
 }
 
 // Append calls bankdoor.ledger.v1.LedgerService.Append.
@@ -196,6 +214,11 @@ func (c *ledgerServiceClient) WatchCheckpoints(ctx context.Context, req *connect
 	return c.watchCheckpoints.CallServerStream(ctx, req)
 }
 
+// AddCosignature calls bankdoor.ledger.v1.LedgerService.AddCosignature.
+func (c *ledgerServiceClient) AddCosignature(ctx context.Context, req *connect.Request[v1.AddCosignatureRequest]) (*connect.Response[v1.AddCosignatureResponse], error) {
+	return c.addCosignature.CallUnary(ctx, req)
+}
+
 // LedgerServiceHandler is an implementation of the bankdoor.ledger.v1.LedgerService service.
 type LedgerServiceHandler interface {
 	// Append adds a batch of receipts, in order, and returns the index of each.
@@ -217,8 +240,15 @@ type LedgerServiceHandler interface {
 	GetEntries(context.Context, *connect.Request[v1.GetEntriesRequest]) (*connect.Response[v1.GetEntriesResponse], error)
 	// GetAgentHead returns the last receipt the log holds for an agent key.
 	GetAgentHead(context.Context, *connect.Request[v1.GetAgentHeadRequest]) (*connect.Response[v1.GetAgentHeadResponse], error)
-	// WatchCheckpoints sends the latest checkpoint, then each new one.
+	// WatchCheckpoints sends the latest checkpoint, then each new one, and
+	// the checkpoint again each time a cosignature of its size is added.
 	WatchCheckpoints(context.Context, *connect.Request[v1.WatchCheckpointsRequest], *connect.ServerStream[v1.WatchCheckpointsResponse]) error
+	// AddCosignature hands the ledger a witness's cosignature of one of its
+	// checkpoints, as `bankdoor anchor` collects them. The ledger verifies it
+	// over its own checkpoint of tree_size with the witness keys it was
+	// configured with, and stores it only if it verifies. Authenticated like
+	// Append. Adding the same cosignature again is harmless.
+	AddCosignature(context.Context, *connect.Request[v1.AddCosignatureRequest]) (*connect.Response[v1.AddCosignatureResponse], error)
 }
 
 // NewLedgerServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -275,6 +305,13 @@ func NewLedgerServiceHandler(svc LedgerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(ledgerServiceMethods.ByName("WatchCheckpoints")),
 		connect.WithHandlerOptions(opts...),
 	)
+	ledgerServiceAddCosignatureHandler := connect.NewUnaryHandler(
+		LedgerServiceAddCosignatureProcedure,
+		svc.AddCosignature,
+		connect.WithSchema(ledgerServiceMethods.ByName("AddCosignature")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bankdoor.ledger.v1.LedgerService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LedgerServiceAppendProcedure:
@@ -291,6 +328,8 @@ func NewLedgerServiceHandler(svc LedgerServiceHandler, opts ...connect.HandlerOp
 			ledgerServiceGetAgentHeadHandler.ServeHTTP(w, r)
 		case LedgerServiceWatchCheckpointsProcedure:
 			ledgerServiceWatchCheckpointsHandler.ServeHTTP(w, r)
+		case LedgerServiceAddCosignatureProcedure:
+			ledgerServiceAddCosignatureHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -326,4 +365,8 @@ func (UnimplementedLedgerServiceHandler) GetAgentHead(context.Context, *connect.
 
 func (UnimplementedLedgerServiceHandler) WatchCheckpoints(context.Context, *connect.Request[v1.WatchCheckpointsRequest], *connect.ServerStream[v1.WatchCheckpointsResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("bankdoor.ledger.v1.LedgerService.WatchCheckpoints is not implemented"))
+}
+
+func (UnimplementedLedgerServiceHandler) AddCosignature(context.Context, *connect.Request[v1.AddCosignatureRequest]) (*connect.Response[v1.AddCosignatureResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bankdoor.ledger.v1.LedgerService.AddCosignature is not implemented"))
 }
