@@ -61,3 +61,21 @@ func goBuild(ctx context.Context, root, out string, pkgs ...string) error {
 	}
 	return nil
 }
+
+// BuildFixture builds ./fixtures/bank-server of the module that holds the
+// current directory into dir and returns the binary's path (with -race
+// when the caller runs with the race detector, as Build).
+func BuildFixture(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "bank-server"))
+	if err != nil {
+		return "", err
+	}
+	return bin, goBuild(ctx, root, bin, "./fixtures/bank-server")
+}
+
+// ModuleRoot returns the directory of the go.mod of the current directory.
+func ModuleRoot(ctx context.Context) (string, error) { return moduleRoot(ctx) }
