@@ -25,7 +25,7 @@ const origin = "bankdoor.test/ledger"
 type setup struct {
 	skey, vkey string
 	logKey     note.Verifier
-	witness    *omniwitness
+	witness    *anchortest.Omniwitness
 	requests   *countingTransport
 }
 
