@@ -14,6 +14,7 @@
 //	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
 //	bankdoor ledger fsck --db PATH
+//	bankdoor report [--quick|--full] [--out DIR]
 //	bankdoor version
 //
 // Exit status: 0 ok or allow, 1 verification failed or runtime error,
@@ -41,6 +42,7 @@ Usage:
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [auth flags]
     bankdoor ledger fsck --db PATH
+    bankdoor report [--quick|--full] [--out DIR]
     bankdoor version
 
 Run "bankdoor COMMAND -h" for the flags of one command.
@@ -74,6 +76,7 @@ func commands() map[string]command {
 		"proxy":   cmdProxy,
 		"verify":  cmdVerify,
 		"ledger":  cmdLedger,
+		"report":  cmdReport,
 		"version": cmdVersion,
 	}
 }

@@ -1,0 +1,254 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/bankdoor/bankdoor/internal/attacks"
+)
+
+// ArgValues returns the argument values of an attack sent with the SDK
+// client that are distinctive enough to search a receipt for: strings of
+// at least 4 bytes and integers of at least 1000. A receipt must hold
+// none of them (it records argument names and a hash only).
+func ArgValues(a attacks.Attack) []string {
+	m, ok := a.Args.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range m {
+		switch v := v.(type) {
+		case string:
+			if len(v) >= 4 {
+				out = append(out, v)
+			}
+		case int:
+			if v >= 1000 {
+				out = append(out, strconv.Itoa(v))
+			}
+		case float64:
+			if v >= 1000 {
+				out = append(out, strconv.FormatFloat(v, 'f', -1, 64))
+			}
+		}
+	}
+	return out
+}
+
+// Leaks returns the values of ArgValues(a) found in the receipt file
+// name in dir, JSON-escaped as a receipt would hold them.
+func Leaks(a attacks.Attack, dir, name string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, v := range ArgValues(a) {
+		esc, _ := json.Marshal(v)
+		if bytes.Contains(b, bytes.Trim(esc, `"`)) {
+			found = append(found, v)
+		}
+	}
+	return found, nil
+}
+
+// Claims derives the README's claims from the rows of r. It is a pure
+// function of the report, so a reader (or a test) can recompute it from
+// bankdoor.json.
+func Claims(r *Report) []Claim {
+	return []Claim{
+		deniedClaim(r.Attacks),
+		controlClaim(r.Attacks, r.Controls),
+		receiptsClaim(r),
+		leakClaim(r.Attacks),
+		latencyClaim(r),
+		denyLatencyClaim(r),
+		appendClaim(r),
+		proofClaim(r),
+		anchorClaim(r),
+	}
+}
+
+func deniedClaim(rows []AttackRow) Claim {
+	c := Claim{ID: "denied-before-server", Evidence: "attacks",
+		Text: "Payments, writes and every attack in the catalogue are denied in code, with the expected rule, before the server sees them"}
+	ok, reached, moved := 0, 0, int64(0)
+	var bad []string
+	for _, a := range rows {
+		reached += a.Reached
+		moved += a.Moved
+		if a.ActualRule == a.ExpectedRule && a.Reached == 0 && a.Moved == 0 && a.Receipt != "" && len(a.Problems) == 0 {
+			ok++
+		} else {
+			bad = append(bad, a.ID)
+		}
+	}
+	c.Figure = fmt.Sprintf("%d/%d denied as expected; reached the server %d times; %d cents moved", ok, len(rows), reached, moved)
+	c.Status = held(len(rows) > 0 && len(bad) == 0, "not blocked as expected: "+strings.Join(bad, ", "))
+	return c
+}
+
+func controlClaim(rows []AttackRow, controls []ControlRow) Claim {
+	c := Claim{ID: "gate-stops-money", Evidence: "controls",
+		Text: "The gate is what stops them: without it, the unsafe fixture moves money for each money-moving attack"}
+	unsafe := 0
+	for _, a := range rows {
+		if a.Unsafe {
+			unsafe++
+		}
+	}
+	moved := 0
+	var still []string
+	for _, k := range controls {
+		if k.Moved > 0 && k.Error == "" {
+			moved++
+		} else {
+			still = append(still, k.ID)
+		}
+	}
+	c.Figure = fmt.Sprintf("%d/%d control runs moved money", moved, len(controls))
+	c.Status = held(unsafe > 0 && len(controls) == unsafe && len(still) == 0,
+		fmt.Sprintf("%d unsafe attacks, %d controls, no money moved in: %s", unsafe, len(controls), strings.Join(still, ", ")))
+	return c
+}
+
+func receiptsClaim(r *Report) Claim {
+	c := Claim{ID: "receipts-verify", Evidence: "m-attack-receipts",
+		Text: "Every deny leaves an Ed25519-signed, hash-chained receipt that verifies offline with only the public key"}
+	m, ok := find(r.Measurements, "attack-receipts")
+	if !ok {
+		c.Status, c.Figure = "not measured: no attack-receipts row", "-"
+		return c
+	}
+	c.Figure = fmt.Sprintf("%d receipts for %d attacks", m.N, len(r.Attacks))
+	c.Status = held(m.Status == StatusMeasured && m.N == len(r.Attacks), m.Status)
+	return c
+}
+
+func leakClaim(rows []AttackRow) Claim {
+	c := Claim{ID: "no-values-in-receipts", Evidence: "attacks",
+		Text: "Receipts record argument names and a hash, never argument values"}
+	var leaked []string
+	for _, a := range rows {
+		for _, p := range a.Problems {
+			if strings.HasPrefix(p, leakProblem) {
+				leaked = append(leaked, a.ID)
+			}
+		}
+	}
+	c.Figure = fmt.Sprintf("%d of %d receipts hold an argument value", len(leaked), len(rows))
+	c.Status = held(len(rows) > 0 && len(leaked) == 0, "values in the receipts of: "+strings.Join(leaked, ", "))
+	return c
+}
+
+// leakProblem starts the problem an AttackRow lists for a value found in
+// its receipt.
+const leakProblem = "receipt holds argument value"
+
+func latencyClaim(r *Report) Claim {
+	c := Claim{ID: "gate-cost", Evidence: "m-latency-ratio-p50", Text: "Cost of the gate on an allowed read (proxied vs direct, same run)"}
+	d, ok1 := find(r.Measurements, "latency-direct")
+	p, ok2 := find(r.Measurements, "latency-proxied")
+	q, ok3 := find(r.Measurements, "latency-ratio-p50")
+	if !ok1 || !ok2 || !ok3 || p.Dist == nil || d.Dist == nil {
+		c.Status, c.Figure = "not measured: latency rows missing", "-"
+		return c
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("p50 %s direct, %s proxied (%.2fx)", num(d.Dist.P50, d.Unit), num(p.Dist.P50, p.Unit), q.Value)
+	return c
+}
+
+func denyLatencyClaim(r *Report) Claim {
+	c := Claim{ID: "deny-durable", Evidence: "m-latency-deny", Text: "A deny answers only after its receipt is durable on disk (fsync)"}
+	m, ok := find(r.Measurements, "latency-deny")
+	if !ok || m.Dist == nil {
+		c.Status, c.Figure = "not measured: latency-deny row missing", "-"
+		return c
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("p50 %s, p99 %s per deny, receipt included", num(m.Dist.P50, m.Unit), num(m.Dist.P99, m.Unit))
+	return c
+}
+
+func appendClaim(r *Report) Claim {
+	c := Claim{ID: "group-commit", Evidence: "m-appends-batched", Text: "Ledger appends are durable before Append returns, and group commit batches them"}
+	b, ok1 := find(r.Measurements, "appends-batched")
+	s, ok2 := find(r.Measurements, "appends-single-tx")
+	if !ok1 || !ok2 || b.Status != StatusMeasured || s.Status != StatusMeasured {
+		c.Status, c.Figure = "not measured: append rows missing or failed", "-"
+		return c
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("%s batched vs %s one per transaction", num(b.Value, b.Unit), num(s.Value, s.Unit))
+	return c
+}
+
+func proofClaim(r *Report) Claim {
+	c := Claim{ID: "proofs-log-n", Text: "Every inclusion proof verifies against the signed checkpoint and has at most ceil(log2 n) hashes"}
+	var figs []string
+	for _, m := range r.Measurements {
+		if !strings.HasPrefix(m.ID, "inclusion-proof") {
+			continue
+		}
+		c.Evidence = "m-" + m.ID
+		if m.Status != StatusMeasured {
+			c.Status, c.Figure = "failed: "+m.Status, "-"
+			return c
+		}
+		figs = append(figs, fmt.Sprintf("p50 %s at %s", num(m.Dist.P50, m.Unit), strings.TrimPrefix(m.ID, "inclusion-proof-")))
+	}
+	if len(figs) == 0 {
+		c.Status, c.Figure, c.Evidence = "not measured: no inclusion proof rows", "-", "m-ledger-peak-heap"
+		return c
+	}
+	c.Status, c.Figure = StatusHeld, strings.Join(figs, "; ")
+	return c
+}
+
+func anchorClaim(r *Report) Claim {
+	c := Claim{ID: "witness-anchoring", Evidence: "m-anchor-omniwitness", Text: "Checkpoints are cosigned by an external witness (omniwitness), so tail truncation becomes detectable"}
+	m, ok := find(r.Measurements, "anchor-omniwitness")
+	if !ok || m.Status != StatusMeasured {
+		c.Status, c.Figure = "not measured: anchoring is not part of this report yet", "-"
+		if ok {
+			c.Status = m.Status
+		}
+		return c
+	}
+	c.Status, c.Figure = StatusMeasured, fmt.Sprintf("p50 %s to a cosigned checkpoint", num(m.Dist.P50, m.Unit))
+	return c
+}
+
+func find(ms []Measurement, id string) (Measurement, bool) {
+	for _, m := range ms {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Measurement{}, false
+}
+
+func held(ok bool, why string) string {
+	if ok {
+		return StatusHeld
+	}
+	return "failed: " + why
+}
+
+// Failed returns the claims whose status starts with "failed".
+func Failed(claims []Claim) []Claim {
+	var out []Claim
+	for _, c := range claims {
+		if strings.HasPrefix(c.Status, "failed") {
+			out = append(out, c)
+		}
+	}
+	return out
+}

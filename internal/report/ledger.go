@@ -1,0 +1,276 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// LedgerBench measures the ledger (package ledger) in process, through
+// its public API, with real signed receipts from fresh agent keys: the
+// same code the proxy embeds and `bankdoor ledger serve` runs.
+type LedgerBench struct {
+	Dir      string // for the bbolt files
+	Progress io.Writer
+}
+
+func (lb *LedgerBench) progress(format string, a ...any) {
+	fmt.Fprintf(lb.Progress, "report: "+format+"\n", a...)
+}
+
+// Appends measures durable appends per second from 64 concurrent agents,
+// one receipt per Append call, with group commit (the default MaxBatch)
+// or with one receipt per transaction (MaxBatch 1). The receipts are
+// signed before the clock starts.
+func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch int) (Measurement, error) {
+	const appenders = 64
+	what := map[bool]string{true: "durable appends, group commit (64 agents, one receipt per call)", false: "durable appends, one receipt per transaction (64 agents)"}[maxBatch == 0]
+	lb.progress("ledger: %d %s", n, what)
+	bl, err := openLog(lb.Dir, id, maxBatch)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(appenders)
+	if err != nil {
+		return Measurement{}, err
+	}
+	work := make([][][]byte, appenders)
+	for i := range n {
+		r, err := as[i%appenders].next()
+		if err != nil {
+			return Measurement{}, err
+		}
+		work[i%appenders] = append(work[i%appenders], r)
+	}
+	d, err := bl.appendConcurrently(ctx, work)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("ledger %s: %w", id, err)
+	}
+	if bl.Size() != uint64(n) {
+		return Measurement{}, fmt.Errorf("ledger %s: size %d after %d appends", id, bl.Size(), n)
+	}
+	return Measurement{ID: id, Section: "ledger", What: what, Status: StatusMeasured, Unit: "receipts/s", N: n, Value: float64(n) / d.Seconds()}, nil
+}
+
+// CheckpointLatency appends n receipts at about 1,000 a second from 8
+// agents and measures, for each, the time from the Append call to the
+// first checkpoint on Watch that covers it.
+func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measurement, error) {
+	const agents, rate = 8, 1000
+	lb.progress("ledger: time to a covering checkpoint, %d receipts at %d/s", n, rate)
+	bl, err := openLog(lb.Dir, "checkpoint-latency", 0)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(agents)
+	if err != nil {
+		return Measurement{}, err
+	}
+	work := make([][][]byte, agents)
+	for i := range n {
+		r, err := as[i%agents].next()
+		if err != nil {
+			return Measurement{}, err
+		}
+		work[i%agents] = append(work[i%agents], r)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	clock := watchSizes(wctx, bl)
+	lat := make([][]time.Duration, agents)
+	errs := make(chan error, agents)
+	var wg sync.WaitGroup
+	for w, rs := range work {
+		wg.Go(func() {
+			tick := time.NewTicker(time.Second * agents / rate)
+			defer tick.Stop()
+			for _, r := range rs {
+				<-tick.C
+				start := time.Now()
+				idx, err := bl.Append(ctx, [][]byte{r})
+				if err != nil {
+					errs <- err
+					return
+				}
+				lat[w] = append(lat[w], clock.wait(idx[0]+1).Sub(start))
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return Measurement{}, err
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	return Measurement{ID: "checkpoint-latency", Section: "ledger", What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s)",
+		Status: StatusMeasured, Unit: "ms", N: len(all), Dist: Distribution(all, time.Millisecond)}, nil
+}
+
+// sizeClock records when Watch first showed each checkpoint size.
+type sizeClock struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	seen []struct {
+		size uint64
+		t    time.Time
+	}
+}
+
+func watchSizes(ctx context.Context, bl *benchLog) *sizeClock {
+	c := &sizeClock{}
+	c.cond = sync.NewCond(&c.mu)
+	w := bl.Watch(ctx)
+	go func() {
+		for n := range w {
+			now := time.Now()
+			cp, _, _, err := log.ParseCheckpoint(n, reportOrigin, bl.verifier)
+			c.mu.Lock()
+			if err == nil {
+				c.seen = append(c.seen, struct {
+					size uint64
+					t    time.Time
+				}{cp.Size, now})
+			}
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// wait returns when a checkpoint of at least size was first seen.
+func (c *sizeClock) wait(size uint64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for _, e := range c.seen {
+			if e.size >= size {
+				return e.t
+			}
+		}
+		c.cond.Wait()
+	}
+}
+
+// Proofs grows one log to each of sizes in turn (two agents appending
+// requests of 256 receipts) and at each size times proofs inclusion
+// proofs of random leaves at the current checkpoint, verifying each
+// against the signed root. It also reports the peak heap while growing.
+func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) ([]Measurement, error) {
+	bl, err := openLog(lb.Dir, "proofs", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(2)
+	if err != nil {
+		return nil, err
+	}
+	base := LiveHeap()
+	peak := SampleHeap()
+	var ms []Measurement
+	maxLen := 0
+	for _, size := range sizes {
+		lb.progress("ledger: growing the log to %d receipts", size)
+		if err := grow(ctx, bl, as, size); err != nil {
+			peak()
+			return nil, err
+		}
+		m, n, err := timeProofs(bl, proofs)
+		if err != nil {
+			peak()
+			return nil, err
+		}
+		ms, maxLen = append(ms, m), max(maxLen, n)
+	}
+	p := peak()
+	ms = append(ms, Measurement{ID: "ledger-peak-heap", Section: "ledger", What: fmt.Sprintf("peak Go heap while appending up to %d receipts", bl.Size()),
+		Status: StatusMeasured, Unit: "MiB", N: int(bl.Size()), Value: float64(p) / (1 << 20),
+		Note: fmt.Sprintf("live heap %.1f MiB before, %.1f MiB after", float64(base)/(1<<20), float64(LiveHeap())/(1<<20))})
+	return ms, nil
+}
+
+// grow appends receipts from the agents until the log holds size.
+func grow(ctx context.Context, bl *benchLog, as []*agent, size uint64) error {
+	const per = 256
+	var mu sync.Mutex
+	reserved := bl.Size()
+	take := func() int { // receipts this goroutine appends next; 0 when done
+		mu.Lock()
+		defer mu.Unlock()
+		k := min(per, size-reserved)
+		reserved += k
+		return int(k)
+	}
+	errs := make(chan error, len(as))
+	var wg sync.WaitGroup
+	for _, a := range as {
+		wg.Go(func() {
+			for k := take(); k > 0; k = take() {
+				// One agent's chain must arrive in order: it waits for
+				// each of its requests before signing the next.
+				rs, err := a.chain(k)
+				if err == nil {
+					_, err = bl.Append(ctx, rs)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// timeProofs times n inclusion proofs of random leaves at the log's
+// checkpoint and verifies each; it returns the measurement and the
+// longest proof, in hashes.
+func timeProofs(bl *benchLog, n int) (Measurement, int, error) {
+	cp, err := bl.checkpoint()
+	if err != nil {
+		return Measurement{}, 0, err
+	}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), cp.Size))
+	lat := make([]time.Duration, 0, n)
+	longest := 0
+	for range n {
+		i := rnd.Uint64N(cp.Size)
+		start := time.Now()
+		p, err := bl.InclusionProof(i, cp.Size)
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			return Measurement{}, 0, fmt.Errorf("inclusion proof of leaf %d at size %d: %w", i, cp.Size, err)
+		}
+		e, err := bl.Entries(i, 1)
+		if err != nil {
+			return Measurement{}, 0, err
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, i, cp.Size, rfc6962.DefaultHasher.HashLeaf(e[0]), p, cp.Hash); err != nil {
+			return Measurement{}, 0, fmt.Errorf("inclusion proof of leaf %d at size %d does not verify against the signed checkpoint: %w", i, cp.Size, err)
+		}
+		if len(p) > bits.Len64(cp.Size-1) {
+			return Measurement{}, 0, fmt.Errorf("inclusion proof of leaf %d at size %d has %d hashes, more than ceil(log2(size)) = %d", i, cp.Size, len(p), bits.Len64(cp.Size-1))
+		}
+		longest = max(longest, len(p))
+	}
+	return Measurement{ID: fmt.Sprintf("inclusion-proof-%d", cp.Size), Section: "ledger",
+		What:   fmt.Sprintf("inclusion proof at %d leaves, verified against the signed checkpoint", cp.Size),
+		Status: StatusMeasured, Unit: "µs", N: n, Dist: Distribution(lat, time.Microsecond),
+		Note: fmt.Sprintf("at most %d hashes", longest)}, longest, nil
+}

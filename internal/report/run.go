@@ -1,0 +1,163 @@
+package report
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/verifier"
+)
+
+// SettingsFor returns the sizes of a mode: "quick" (CI), "default" or
+// "full" (1M-leaf log).
+func SettingsFor(mode string) Settings {
+	switch mode {
+	case "quick":
+		return Settings{Mode: mode, Calls: 50, Appends: 512, SingleTx: 64, CheckpointN: 200, ProofSizes: []uint64{1000}, Proofs: 200, VerifyFiles: 500}
+	case "full":
+		return Settings{Mode: mode, Calls: 1000, Appends: 16384, SingleTx: 1024, CheckpointN: 2000, ProofSizes: []uint64{10_000, 100_000, 1_000_000}, Proofs: 2000, VerifyFiles: 20_000}
+	}
+	return Settings{Mode: "default", Calls: 400, Appends: 4096, SingleTx: 256, CheckpointN: 1000, ProofSizes: []uint64{10_000, 100_000}, Proofs: 1000, VerifyFiles: 5000}
+}
+
+// Run runs every measurement and returns the report. A measurement that
+// fails becomes a row with status "failed: ..." (and fails its claim);
+// the error is for a run that could not produce a report at all.
+func Run(ctx context.Context, s Settings, b *Bench, root string) (*Report, error) {
+	start := time.Now()
+	r := &Report{Schema: Schema, Date: start.UTC().Truncate(time.Second), Machine: machine(), Go: runtime.Version(),
+		Commit: commit(ctx, root), Settings: s, Limits: limits}
+	var err error
+	if r.Attacks, err = b.Attacks(ctx); err != nil {
+		return nil, fmt.Errorf("attack run: %w", err)
+	}
+	r.Measurements = append(r.Measurements, attackReceipts(b, len(r.Attacks)))
+	if r.Controls, err = b.Controls(ctx); err != nil {
+		return nil, fmt.Errorf("control run: %w", err)
+	}
+	lat, chart, err := b.Latency(ctx, s.Calls)
+	if err != nil {
+		return nil, fmt.Errorf("latency run: %w", err)
+	}
+	r.Measurements, r.Chart = append(r.Measurements, lat...), chart
+	lb := &LedgerBench{Dir: filepath.Join(b.Work, "ledger"), Progress: b.Progress}
+	if err := os.MkdirAll(lb.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	r.Measurements = append(r.Measurements, ledgerRows(ctx, lb, s)...)
+	r.Measurements = append(r.Measurements, Measurement{ID: "anchor-omniwitness", Section: "anchor",
+		What:   "checkpoint to a verified omniwitness cosignature",
+		Status: "not measured: bankdoor anchor is being built (DESIGN §7); the report will run the real omniwitness once it exists"})
+	m, err := lb.VerifyThroughput(filepath.Join(b.Work, "verify", "receipts"), s.VerifyFiles)
+	r.Measurements = append(r.Measurements, rowOrFailure(m, err, "verify-offline", "verify", "offline verification of a receipts directory"))
+	r.Claims = Claims(r)
+	r.Elapsed = time.Since(start).Round(time.Second).Seconds()
+	return r, nil
+}
+
+// attackReceipts verifies the attack run's receipts as `bankdoor verify`
+// does, with the proxy's public key only.
+func attackReceipts(b *Bench, attacks int) Measurement {
+	m := Measurement{ID: "attack-receipts", Section: "verify", What: "the attack run's receipts, verified offline with the public key only"}
+	pub, err := agentkey.LoadPublic(filepath.Join(b.Home, agentkey.PublicFile))
+	if err == nil {
+		var rep *verifier.Report
+		start := time.Now()
+		rep, err = verifier.VerifyDir(b.AttackReceipts(), ed25519.PublicKey(pub), verifier.Options{})
+		if err == nil {
+			m.Status, m.Unit, m.N, m.Value = StatusMeasured, "ms", len(rep.Receipts), float64(time.Since(start))/float64(time.Millisecond)
+		}
+	}
+	if err != nil {
+		m.Status = "failed: " + err.Error()
+	}
+	return m
+}
+
+func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement {
+	var ms []Measurement
+	m, err := lb.Appends(ctx, "appends-batched", s.Appends, 0)
+	ms = append(ms, rowOrFailure(m, err, "appends-batched", "ledger", "durable appends, group commit"))
+	m, err = lb.Appends(ctx, "appends-single-tx", s.SingleTx, 1)
+	ms = append(ms, rowOrFailure(m, err, "appends-single-tx", "ledger", "durable appends, one receipt per transaction"))
+	m, err = lb.CheckpointLatency(ctx, s.CheckpointN)
+	ms = append(ms, rowOrFailure(m, err, "checkpoint-latency", "ledger", "time to a covering checkpoint"))
+	proofs, err := lb.Proofs(ctx, s.ProofSizes, s.Proofs)
+	if err != nil {
+		proofs = append(proofs, rowOrFailure(Measurement{}, err, "inclusion-proof", "ledger", "inclusion proofs"))
+	}
+	return append(ms, proofs...)
+}
+
+func rowOrFailure(m Measurement, err error, id, section, what string) Measurement {
+	if err == nil {
+		return m
+	}
+	return Measurement{ID: id, Section: section, What: what, Status: "failed: " + err.Error()}
+}
+
+// machine describes the host: CPU model (Linux), cores, OS.
+func machine() Machine {
+	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.OS += ", kernel " + strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// commit returns the VCS revision the binary was built from (go build
+// stamps it), else git's view of root, else "unknown".
+func commit(ctx context.Context, root string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			if modified == "true" {
+				rev += "+dirty"
+			}
+			return rev
+		}
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		rev += "+dirty"
+	}
+	return rev
+}
+
+// limits are what the report does not show.
+var limits = []string{
+	"One machine, one run: figures vary with the disk (every deny and every ledger batch is fsynced) and with load; compare the ratios measured in the same run rather than absolute times across machines.",
+	"Latency is one MCP session over stdio pipes, calls sent one after the other; the fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time.",
+	"The ledger figures run package ledger in process (the code the proxy embeds and `bankdoor ledger serve` runs), without the Connect RPC and network in front of it.",
+	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected.",
+	"Peak memory is the Go heap sampled every millisecond, not the resident set of the process.",
+	"Anchoring with a real witness, `bankdoor export` and offline `verify --checkpoint` are not measured yet; their rows say so.",
+}
