@@ -161,16 +161,32 @@ type chain struct {
 
 // add checks the receipt file name with content b, the next in seq order.
 func (c *chain) add(name string, b []byte) error {
+	r, err := c.parse(name, b)
+	if err != nil {
+		return err
+	}
+	return c.accept(name, b, r)
+}
+
+// parse parses b and checks its key_id and signature. It does not change
+// c, so calls may run in parallel.
+func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
 	r, err := receipt.Parse(b)
 	if err != nil {
-		return &Error{name, err.Error()}
+		return nil, &Error{name, err.Error()}
 	}
 	if r.KeyID != c.rep.KeyID {
-		return &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
+		return nil, &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
 	}
 	if err := r.Verify(c.pub); err != nil {
-		return &Error{name, "signature does not verify with the --pub key"}
+		return nil, &Error{name, "signature does not verify with the --pub key"}
 	}
+	return r, nil
+}
+
+// accept checks r, parsed from b by parse, as the next receipt in seq
+// order: its file name, chain link and policy.
+func (c *chain) accept(name string, b []byte, r *receipt.Receipt) error {
 	if want := receipt.FileName(r.Seq); want != name {
 		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, want)}
 	}

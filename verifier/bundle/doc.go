@@ -1,0 +1,77 @@
+// Package bundle is the format of an export bundle: the directory
+// `bankdoor export` writes for an auditor to carry offline, and
+// `bankdoor verify DIR --checkpoint FILE --log-key VKEY --witness-key VKEY`
+// checks with nothing else (package verifier, VerifyAnchored).
+//
+// A bundle holds one agent's receipts, the ledger checkpoint they are
+// proved against with the witness cosignatures the ledger had for it, an
+// inclusion proof per receipt in that checkpoint's tree, and the tail
+// evidence that shows the agent has no later receipt in the tree. The
+// verifier keys in it are for the auditor's information only: verify
+// trusts the keys given on its command line, never the bundle's.
+//
+// # Files
+//
+// All text files are UTF-8, lines end in "\n" (also the last), fields are
+// separated by one space, numbers are canonical decimal (no sign, no
+// leading zero), hashes are 32 bytes in standard padded base64 (RFC 4648
+// section 4) and all proofs are RFC 6962 (section 2.1.1) with SHA-256, as
+// in package ledger.
+//
+//	bundle        the manifest, five lines:
+//	                bankdoor export v1
+//	                key_id K        the agent's key_id (16 lower-case hex digits)
+//	                size N          the checkpoint's tree size
+//	                head SEQ INDEX  the agent's last receipt in the tree: its seq and leaf index
+//	                range H...      the inclusion proof of leaf INDEX in the tree of size
+//	                                INDEX+1 (empty when INDEX is 0): read from the last
+//	                                hash to the first, the compact range of leaves 0..INDEX-1
+//	checkpoint    the checkpoint note as the ledger served it: a C2SP
+//	              tlog-checkpoint signed by the log, with C2SP tlog-cosignature
+//	              lines by witnesses (https://c2sp.org/tlog-checkpoint,
+//	              https://c2sp.org/tlog-cosignature)
+//	log.vkey      the log's verifier key (note vkey format), one line
+//	witness.vkey  zero or more witness verifier keys, one a line
+//	proofs        one line per receipt, seq 1 to SEQ in order:
+//	                SEQ INDEX H...  the inclusion proof of leaf INDEX in the tree of size N
+//	tail          the log's entries INDEX to N-1 (the head receipt, then every
+//	              later entry of the log, of any agent), each followed by "\n";
+//	              a receipt holds no newline byte (RFC 8785 escapes it)
+//	receipts/     the agent's receipt files 000001.json to SEQ, as in package
+//	              receipt
+//
+// # What the tail proves
+//
+// The compact range of the leaves before INDEX (from range) followed by
+// the leaf hashes of the tail entries hashes to the checkpoint's root
+// only if the tail is exactly the log's last N-INDEX entries. The first
+// of them is the head receipt; a receipt of the agent later in the tail
+// would be one the bundle lacks. A ledger appends an agent's receipts in
+// seq order, so every receipt of the agent in the tree has a seq at most
+// SEQ, and the hash chain from the head down to seq 1 (each prev is the
+// SHA-256 of the receipt before) binds every earlier receipt. Anyone who
+// removes receipts from the directory and rewrites the manifest, proofs
+// and tail to match cannot make them hash to the cosigned root: verify
+// names the missing seqs either way.
+//
+// The cost is the tail: every entry the log took after the agent's last
+// receipt, with those entries' metadata (tool names, argument names,
+// never values) of other agents. Limits: receipts appended after the
+// checkpoint are not covered by it; export again after the next cosigned
+// checkpoint. A log that broke its own seq-order rule, signed by the log
+// key and cosigned, is shown by `bankdoor ledger fsck`, not by a bundle.
+//
+// # Finding the receipts
+//
+// [Export] walks the agent's chain backwards from its head, reading the
+// log a page at a time: from the head's leaf down to the agent's first
+// receipt, each receipt taken is the entry whose SHA-256 is the prev of
+// the one taken before. It reads the entries between the agent's first
+// and last receipt once, and the tail once, rather than the whole log.
+//
+// # Writing
+//
+// [Write] writes a new directory beside the target, syncs every file and
+// the directory, and renames it into place: a bundle is there whole or
+// not at all. It refuses a target that exists and is not empty.
+package bundle

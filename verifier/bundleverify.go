@@ -1,0 +1,152 @@
+package verifier
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+	"github.com/bankdoor/bankdoor/verifier/bundle"
+)
+
+// verifyBundle checks an export bundle against cp, in this order:
+//
+//  1. The bundle is for --pub's key_id, and its checkpoint is the tree of
+//     cp (same origin, size and root): its proofs are in that tree.
+//  2. The tail evidence: the compact range before the head's leaf
+//     (range in the manifest) followed by the leaf hashes of the tail
+//     entries (the head, then every later entry up to the tree's size)
+//     hashes to cp's root. So the tail is exactly the log's last
+//     entries, and the first of them is a receipt signed by --pub: the
+//     agent's receipt with the highest seq, H, as a ledger appends an
+//     agent's receipts in seq order. Any later tail entry signed by
+//     --pub is a receipt the agent made after it, which the bundle
+//     should have held: its seq counts as missing too.
+//  3. Every seq from 1 to H (and any seen in step 2) is in receipts/;
+//     the missing ones are listed, all of them (*MissingError).
+//  4. receipts/ verifies as VerifyDir would, with every receipt's
+//     inclusion proof (proofs) at cp's size, seq H at the head's leaf.
+//
+// An attacker who deletes receipts and edits the manifest, proofs and
+// tail cannot pass step 2 without a tail that the root commits to, whose
+// first entry is an agent receipt later than every other: the last one.
+// What the checkpoint does not cover (receipts after its size) no bundle
+// can prove; export again after the next cosigned checkpoint.
+func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignature.Policy, cp *cosignature.Verified) (*AnchoredReport, error) {
+	b, err := bundle.Read(dir)
+	if err != nil {
+		return nil, &Error{Reason: err.Error()}
+	}
+	if err := sameTree(b, pub, pol, cp); err != nil {
+		return nil, err
+	}
+	head, later, err := checkTail(b, pub, cp.Hash)
+	if err != nil {
+		return nil, err
+	}
+	rdir := filepath.Join(dir, bundle.ReceiptsDir)
+	names, err := receiptFiles(rdir)
+	if err != nil {
+		return nil, err
+	}
+	if missing := slices.Concat(absent(names, head.Seq), later); len(missing) > 0 {
+		return nil, &MissingError{Dir: rdir, KeyID: b.KeyID, Seqs: missing, Origin: cp.Origin, Size: cp.Size,
+			Proof: fmt.Sprintf("its last receipt in the log, seq %d at leaf %d, and the entries after it hash to the checkpoint's root", head.Seq, b.Head.Index)}
+	}
+	if len(names) > int(head.Seq) {
+		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
+	}
+	rep, _, err := verifyFiles(rdir, names, pub, opts, proofChecker(b, cp.Hash))
+	if err != nil {
+		return nil, err
+	}
+	if rep.Head != receipt.Hash(b.Tail[0]) {
+		return nil, &Error{receipt.FileName(head.Seq), "is not the head receipt the tail starts with"}
+	}
+	return &AnchoredReport{Report: rep, Checkpoint: cp, Bundle: true, Covered: head.Seq}, nil
+}
+
+// sameTree checks the bundle is for pub and for cp's tree.
+func sameTree(b *bundle.Bundle, pub ed25519.PublicKey, pol *cosignature.Policy, cp *cosignature.Verified) error {
+	if id := agentkey.KeyID(pub); b.KeyID != id {
+		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not --pub's %s", b.KeyID, id)}
+	}
+	bcp, _, err := cosignature.Open(b.Checkpoint, pol.Log)
+	if err != nil {
+		return &Error{bundle.CheckpointFile, fmt.Sprintf("does not verify with --log-key: %v", err)}
+	}
+	if bcp.Origin != cp.Origin || bcp.Size != cp.Size || !bytes.Equal(bcp.Hash, cp.Hash) {
+		return &Error{bundle.CheckpointFile, fmt.Sprintf("is the tree of size %d, --checkpoint the tree of size %d with another root or origin: the proofs are for the bundle's; give --checkpoint %s, or export again",
+			bcp.Size, cp.Size, bundle.CheckpointFile)}
+	}
+	if b.Size != cp.Size {
+		return &Error{bundle.ManifestFile, fmt.Sprintf("says size %d; the checkpoint's is %d", b.Size, cp.Size)}
+	}
+	return nil
+}
+
+// checkTail does step 2 and returns the head the tail proves and the
+// seqs of any later receipts of pub in it.
+func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Head, []uint64, error) {
+	leaves := make([][]byte, len(b.Tail))
+	for i, e := range b.Tail {
+		leaves[i] = rfc6962.DefaultHasher.HashLeaf(e)
+	}
+	left := slices.Clone(b.HeadRange)
+	slices.Reverse(left) // a proof runs upward; a compact range from the left
+	got, err := rootOf(left, b.Head.Index, leaves)
+	if err != nil {
+		return bundle.Head{}, nil, &Error{bundle.ManifestFile, fmt.Sprintf("range: %v", err)}
+	}
+	if !bytes.Equal(got, root) {
+		return bundle.Head{}, nil, &Error{bundle.TailFile, fmt.Sprintf("with the manifest's head leaf %d and range, does not hash to the checkpoint's root: the tail, range or head index was changed", b.Head.Index)}
+	}
+	c := &chain{pub: pub, rep: &Report{KeyID: b.KeyID}}
+	r, err := c.parse(bundle.TailFile, b.Tail[0])
+	if err != nil {
+		return bundle.Head{}, nil, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of --pub: %v", b.Head.Index, err)}
+	}
+	if r.Seq != b.Head.Seq {
+		return bundle.Head{}, nil, &Error{bundle.ManifestFile, fmt.Sprintf("says the head is seq %d; the tail, which the checkpoint commits to, starts with seq %d", b.Head.Seq, r.Seq)}
+	}
+	var later []uint64
+	for _, e := range b.Tail[1:] {
+		if r, err := c.parse(bundle.TailFile, e); err == nil {
+			later = append(later, r.Seq)
+		}
+	}
+	slices.Sort(later)
+	return bundle.Head{Seq: r.Seq, Index: b.Head.Index}, later, nil
+}
+
+// proofChecker checks the inclusion proof of names[i], seq i+1.
+func proofChecker(b *bundle.Bundle, root []byte) func(i int, leaf []byte) error {
+	bySeq := make(map[uint64]bundle.Proof, len(b.Proofs))
+	for _, p := range b.Proofs {
+		bySeq[p.Seq] = p
+	}
+	return func(i int, leaf []byte) error {
+		seq := uint64(i) + 1
+		name := receipt.FileName(seq)
+		p, ok := bySeq[seq]
+		switch {
+		case !ok:
+			return &Error{name, fmt.Sprintf("has no inclusion proof in %s; export again", bundle.ProofsFile)}
+		case seq == b.Head.Seq && p.Index != b.Head.Index:
+			return &Error{name, fmt.Sprintf("is the head, at leaf %d, but its proof is for leaf %d", b.Head.Index, p.Index)}
+		case seq < b.Head.Seq && p.Index >= b.Head.Index:
+			return &Error{name, fmt.Sprintf("its proof is for leaf %d, not before the head's leaf %d", p.Index, b.Head.Index)}
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.Index, b.Size, leaf, p.Hashes, root); err != nil {
+			return &Error{name, fmt.Sprintf("its inclusion proof (%s, leaf %d, size %d) does not verify against the checkpoint: %v", bundle.ProofsFile, p.Index, b.Size, err)}
+		}
+		return nil
+	}
+}
