@@ -63,6 +63,9 @@ type world struct {
 	pub      string // the public key file
 	receipts string
 	policy   string
+	// http runs each fixture apart, serving streamable HTTP, and the proxy
+	// with --url (see proxy_http_test.go).
+	http bool
 }
 
 // newWorld makes a key with `bankdoor keygen` and a policy pinned against
@@ -111,7 +114,11 @@ func (w *world) fixture(env ...string) mcptest.Fixture {
 
 // proxy returns the proxy command in front of f.
 func (w *world) proxy(f mcptest.Fixture) mcptest.Proxy {
-	return mcptest.Proxy{Bin: built.bankdoor, Policy: w.policy, Server: "bank", Receipts: w.receipts, Home: w.home, Fixture: f}
+	p := mcptest.Proxy{Bin: built.bankdoor, Policy: w.policy, Server: "bank", Receipts: w.receipts, Home: w.home, Fixture: f}
+	if w.http {
+		p.URL = startHTTPFixture(w.t, f).url
+	}
+	return p
 }
 
 // start starts a session and closes it at the end of the test.
@@ -240,8 +247,9 @@ func variantEnv(v string) []string {
 
 // TestE2EAttacks sends the whole catalogue through the proxy, one proxy
 // session per fixture variant, all signing into one receipts directory.
-func TestE2EAttacks(t *testing.T) {
-	w := newWorld(t)
+func TestE2EAttacks(t *testing.T) { testAttacks(t, newWorld(t)) }
+
+func testAttacks(t *testing.T, w *world) {
 	ctx := testContext(t, 4*time.Minute)
 	all := attacks.Catalogue()
 	var results []attacks.Result
@@ -349,8 +357,9 @@ func reads() []*mcp.CallToolParams {
 // TestE2EAllowedReads checks that reads pass through the proxy unchanged:
 // the same results as straight from the fixture, the same arguments in
 // the bank's log, and tools/list showing the allowed tools byte for byte.
-func TestE2EAllowedReads(t *testing.T) {
-	w := newWorld(t)
+func TestE2EAllowedReads(t *testing.T) { testAllowedReads(t, newWorld(t)) }
+
+func testAllowedReads(t *testing.T, w *world) {
 	ctx := testContext(t, 2*time.Minute)
 	df, pf := w.fixture(), w.fixture()
 	direct := start(t, df.Command(), nil)
@@ -495,8 +504,9 @@ func deniedWith(t *testing.T, w *world, err error, rule string) string {
 // sweeping version after the first call and says so; the proxy forwards
 // notifications/tools/list_changed, re-checks the pins and denies the
 // changed tool before it can run.
-func TestE2EListChanged(t *testing.T) {
-	w := newWorld(t)
+func TestE2EListChanged(t *testing.T) { testListChanged(t, newWorld(t)) }
+
+func testListChanged(t *testing.T, w *world) {
 	ctx := testContext(t, time.Minute)
 	changed := make(chan struct{}, 1)
 	f := w.fixture("BANK_FIXTURE_VARIANT=listchange")

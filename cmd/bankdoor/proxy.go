@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...}")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -31,6 +31,8 @@ func cmdProxy(e *env, args []string) int {
 	verbose := fs.Bool("v", false, "log every decision to stderr")
 	var lf ledgerFlags
 	lf.register(fs)
+	var df downFlags
+	df.register(fs)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -38,8 +40,11 @@ func cmdProxy(e *env, args []string) int {
 	if !required(e, fs, "policy", "server") {
 		return exitUsage
 	}
-	if len(pos) > 0 || len(argv) == 0 {
-		return fail(e, exitUsage, "proxy: give the bank server's command after --, e.g. -- npx -y bankmcp")
+	if len(pos) > 0 {
+		return fail(e, exitUsage, "proxy: unexpected argument %q; give the bank server's command after --", pos[0])
+	}
+	if err := df.check(argv, os.Getenv); err != nil {
+		return fail(e, exitUsage, "proxy: %v", err)
 	}
 	if err := lf.check(); err != nil {
 		return fail(e, exitUsage, "proxy: %v", err)
@@ -73,7 +78,7 @@ func cmdProxy(e *env, args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	conn, err := startServer(ctx, argv)
+	conn, err := df.dial(ctx, argv)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}

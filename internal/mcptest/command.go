@@ -55,13 +55,22 @@ type Proxy struct {
 	Home     string // BANKDOOR_HOME: the signing key's directory
 	Flags    []string
 	Fixture  Fixture
+	// URL, if set, is the fixture's endpoint when it serves streamable
+	// HTTP on its own (bank-server --http): the proxy gets --url URL and
+	// no command after --.
+	URL string
 }
 
 // Command returns the proxy command. The fixture's settings are in the
 // proxy's environment, which the fixture inherits.
 func (p Proxy) Command() *exec.Cmd {
 	args := []string{"proxy", "--policy", p.Policy, "--server", p.Server, "--receipts", p.Receipts}
-	args = append(append(args, p.Flags...), "--", p.Fixture.Bin)
+	args = append(args, p.Flags...)
+	if p.URL != "" {
+		args = append(args, "--url", p.URL)
+	} else {
+		args = append(args, "--", p.Fixture.Bin)
+	}
 	cmd := exec.Command(p.Bin, args...)
 	cmd.Env = Env(append([]string{"BANKDOOR_HOME=" + p.Home}, p.Fixture.Environ()...)...)
 	return cmd

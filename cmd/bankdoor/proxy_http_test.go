@@ -1,0 +1,139 @@
+package main_test
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bankdoor/bankdoor/internal/mcptest"
+)
+
+// httpFixture is a bank-server --http process.
+type httpFixture struct {
+	url    string
+	mu     sync.Mutex
+	stderr strings.Builder
+}
+
+func (h *httpFixture) log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stderr.String()
+}
+
+var servingLine = regexp.MustCompile(`^bank-server: serving (http://\S+)$`)
+
+// startHTTPFixture starts f serving streamable HTTP on a free loopback
+// port, with env added to its settings, and stops it (SIGTERM) at the end
+// of the test.
+func startHTTPFixture(t *testing.T, f mcptest.Fixture, env ...string) *httpFixture {
+	t.Helper()
+	cmd := exec.Command(f.Bin, "--http", "127.0.0.1:0")
+	cmd.Env = mcptest.Env(append(f.Environ(), env...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &httpFixture{}
+	ready := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			h.mu.Lock()
+			h.stderr.WriteString(sc.Text() + "\n")
+			h.mu.Unlock()
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				ready <- m[1]
+			}
+		}
+		io.Copy(io.Discard, pipe)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		cmd.Wait()
+	})
+	select {
+	case u := <-ready:
+		h.url = u
+	case <-done:
+		t.Fatalf("bank-server --http exited before serving:\n%s", h.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bank-server --http printed no URL within 30s:\n%s", h.log())
+	}
+	return h
+}
+
+// newHTTPWorld is newWorld whose proxies reach each fixture over
+// streamable HTTP (--url). The policy is pinned from the fixture over
+// stdio: the pins match only if the definitions relayed over HTTP are the
+// very bytes the server sent.
+func newHTTPWorld(t *testing.T) *world {
+	w := newWorld(t)
+	w.http = true
+	return w
+}
+
+// TestE2EHTTPAttacks: the whole catalogue through the built proxy to the
+// fixture over streamable HTTP; every attack denied with its rule, none
+// reaching the bank, no money moved.
+func TestE2EHTTPAttacks(t *testing.T) { testAttacks(t, newHTTPWorld(t)) }
+
+// TestE2EHTTPAllowedReads: reads over HTTP give the same results, byte for
+// byte, as the fixture over stdio, and tools/list the same definitions.
+func TestE2EHTTPAllowedReads(t *testing.T) { testAllowedReads(t, newHTTPWorld(t)) }
+
+// TestE2EHTTPListChanged: notifications/tools/list_changed, which the
+// server sends on the standalone notification stream, reaches the relay,
+// and the changed tool is denied on its pin.
+func TestE2EHTTPListChanged(t *testing.T) { testListChanged(t, newHTTPWorld(t)) }
+
+// TestE2EHTTPHeaderFromEnv: a header whose value comes from an environment
+// variable named by --header-env reaches the server; without it the
+// server refuses the session and the proxy says why.
+func TestE2EHTTPHeaderFromEnv(t *testing.T) {
+	w := newWorld(t)
+	ctx := testContext(t, time.Minute)
+	const secret = "fixture-secret-4d1c"
+	f := w.fixture()
+	h := startHTTPFixture(t, f, "BANK_FIXTURE_HTTP_TOKEN="+secret)
+
+	p := w.proxy(f)
+	p.URL = h.url
+	p.Flags = []string{"--header-env", "Authorization=BANK_TOKEN"}
+	cmd := p.Command()
+	cmd.Env = append(cmd.Env, "BANK_TOKEN=Bearer "+secret)
+	s := start(t, cmd, nil)
+	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil {
+		t.Fatalf("list_accounts with the token: %v\nfixture:\n%s", err, h.log())
+	}
+	if !strings.Contains(h.log(), "Authorization header present=true, token matches") {
+		t.Errorf("the fixture did not see the token:\n%s", h.log())
+	}
+	if strings.Contains(s.Stderr(), secret) || strings.Contains(strings.Join(cmd.Args, " "), secret) {
+		t.Errorf("the secret shows in the proxy's arguments or stderr")
+	}
+
+	p.Flags = nil // no header: the server refuses, the agent hears why
+	p.Receipts = t.TempDir()
+	_, err := mcptest.Start(ctx, p.Command(), nil)
+	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("initialize without the token: %v, want an error naming the refusal (Unauthorized)", err)
+	}
+	if !strings.Contains(h.log(), "Authorization header present=false") {
+		t.Errorf("the fixture did not refuse a request without the header:\n%s", h.log())
+	}
+}
