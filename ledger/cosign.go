@@ -51,7 +51,7 @@ func (c *CosignatureStore) Put(witness string, size uint64, lines []byte) error 
 
 // Get returns witness's cosignature of size; ok is false if none is stored.
 func (c *CosignatureStore) Get(witness string, size uint64) (lines []byte, ok bool, err error) {
-	err = c.l.view(func(tx store.Tx) error {
+	err = c.view(func(tx store.Tx) error {
 		lines, err = tx.Cosignature(size, witness)
 		return err
 	})
@@ -61,7 +61,7 @@ func (c *CosignatureStore) Get(witness string, size uint64) (lines []byte, ok bo
 // Latest returns the largest size witness has cosigned; ok is false if it
 // has cosigned none.
 func (c *CosignatureStore) Latest(witness string) (size uint64, ok bool, err error) {
-	err = c.l.view(func(tx store.Tx) error {
+	err = c.view(func(tx store.Tx) error {
 		size, ok, err = tx.WitnessSize(witness)
 		return err
 	})
@@ -72,13 +72,23 @@ func (c *CosignatureStore) Latest(witness string) (size uint64, ok bool, err err
 // name order.
 func (c *CosignatureStore) Cosignatures(size uint64) ([][]byte, error) {
 	var out [][]byte
-	err := c.l.view(func(tx store.Tx) error {
+	err := c.view(func(tx store.Tx) error {
 		return tx.ForEachCosignature(size, func(_ string, lines []byte) error {
 			out = append(out, append([]byte(nil), lines...))
 			return nil
 		})
 	})
 	return out, err
+}
+
+// view reads the store unless the log is closed (ErrClosed).
+func (c *CosignatureStore) view(fn func(store.Tx) error) error {
+	c.l.closeMu.RLock()
+	defer c.l.closeMu.RUnlock()
+	if c.l.closed {
+		return fmt.Errorf("%w: reading cosignatures", ErrClosed)
+	}
+	return c.l.view(fn)
 }
 
 // CosignatureAdded returns a channel that is closed when the next
