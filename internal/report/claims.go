@@ -51,11 +51,32 @@ func Leaks(a attacks.Attack, dir, name string) ([]string, error) {
 	var found []string
 	for _, v := range ArgValues(a) {
 		esc, _ := json.Marshal(v)
-		if bytes.Contains(b, bytes.Trim(esc, `"`)) {
+		if HasValue(b, string(bytes.Trim(esc, `"`))) {
 			found = append(found, v)
 		}
 	}
 	return found, nil
+}
+
+// HasValue reports whether v occurs in b as a whole token: not preceded
+// or followed by an ASCII letter or digit. A value such as "1000" then
+// does not match inside a hex hash or a longer number.
+func HasValue(b []byte, v string) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(v))
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(v)
+		if (start == 0 || !alnum(b[start-1])) && (end == len(b) || !alnum(b[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func alnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // Claims derives the README's claims from the rows of r. It is a pure

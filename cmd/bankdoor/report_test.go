@@ -1,0 +1,200 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bankdoor/bankdoor/internal/attacks"
+	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/internal/report"
+)
+
+// TestReportQuick runs `bankdoor report --quick` with the built binary and
+// checks what it wrote: the JSON parses strictly as the v1 schema, every
+// attack was blocked with its rule without reaching the bank or moving
+// money, every control moved money, no attack argument value is in any
+// receipt, the claims recompute from the rows and none failed, and the
+// README block is rewritten between its markers only.
+func TestReportQuick(t *testing.T) {
+	dir := t.TempDir()
+	out, work := filepath.Join(dir, "out"), filepath.Join(dir, "work")
+	readme := filepath.Join(dir, "README.md")
+	before := "# x\n\nabove\n" + report.ReadmeBegin + "\nold figures\n" + report.ReadmeEnd + "\nbelow\n"
+	if err := os.WriteFile(readme, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy, err := filepath.Abs(shippedPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(built.bankdoor, "report", "--quick", "--out", out, "--work", work, "--readme", readme,
+		"--fixture", built.bankServer, "--policy", policy)
+	cmd.Dir = dir
+	cmd.Env = mcptest.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bankdoor report --quick: %v\n%s", err, stderr.Bytes())
+	}
+	if !strings.Contains(stderr.String(), "report: attacks:") {
+		t.Errorf("no progress on stderr:\n%s", stderr.Bytes())
+	}
+	r := readReport(t, filepath.Join(out, "bankdoor.json"))
+	checkAttacks(t, r)
+	checkControls(t, r)
+	checkNoLeaks(t, r, filepath.Join(work, "attacks", "receipts"))
+	if diff := cmp.Diff(report.Claims(r), r.Claims); diff != "" {
+		t.Errorf("claims do not follow from the rows (-recomputed +report):\n%s", diff)
+	}
+	for _, c := range r.Claims {
+		if c.Status != report.StatusHeld && c.Status != report.StatusMeasured && !strings.HasPrefix(c.Status, "not measured: ") {
+			t.Errorf("claim %s: %s (%s)", c.ID, c.Status, c.Figure)
+		}
+	}
+	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n"} {
+		if c := claim(r, id); c.Status != report.StatusHeld {
+			t.Errorf("claim %s is %q, want held", id, c.Status)
+		}
+	}
+	checkFiles(t, r, out, readme)
+}
+
+// readReport decodes the report strictly: an unknown member or a wrong
+// type fails, so the JSON matches the documented Go type.
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var r report.Report
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("%s does not match report.Report: %v", path, err)
+	}
+	if r.Schema != report.Schema {
+		t.Errorf("schema %q, want %q", r.Schema, report.Schema)
+	}
+	if r.Settings.Mode != "quick" || r.Machine.Cores < 1 || r.Go == "" || r.Commit == "" || r.Date.IsZero() {
+		t.Errorf("header incomplete: mode %q, machine %+v, go %q, commit %q, date %v", r.Settings.Mode, r.Machine, r.Go, r.Commit, r.Date)
+	}
+	for _, m := range r.Measurements {
+		if m.Status != report.StatusMeasured && !strings.HasPrefix(m.Status, "not measured: ") {
+			t.Errorf("measurement %s: %s", m.ID, m.Status)
+		}
+		if m.Status == report.StatusMeasured && m.Value <= 0 && (m.Dist == nil || m.Dist.P50 <= 0) {
+			t.Errorf("measurement %s is measured but has no figure: %+v", m.ID, m)
+		}
+	}
+	return &r
+}
+
+func checkAttacks(t *testing.T, r *report.Report) {
+	t.Helper()
+	if got, want := len(r.Attacks), len(attacks.Catalogue()); got != want {
+		t.Errorf("%d attack rows, want the whole catalogue: %d", got, want)
+	}
+	for _, a := range r.Attacks {
+		if a.ActualRule != a.ExpectedRule || a.Reached != 0 || a.Moved != 0 || a.Receipt == "" || len(a.Problems) > 0 {
+			t.Errorf("attack %s not blocked as expected: %+v", a.ID, a)
+		}
+	}
+}
+
+func checkControls(t *testing.T, r *report.Report) {
+	t.Helper()
+	unsafe := 0
+	for _, a := range attacks.Catalogue() {
+		if a.Unsafe {
+			unsafe++
+		}
+	}
+	if len(r.Controls) != unsafe {
+		t.Errorf("%d control rows, want one per unsafe attack: %d", len(r.Controls), unsafe)
+	}
+	for _, c := range r.Controls {
+		if c.Moved <= 0 || c.Reached == 0 || c.Error != "" {
+			t.Errorf("control %s did not move money without the gate: %+v", c.ID, c)
+		}
+	}
+}
+
+// checkNoLeaks searches every receipt of the attack run for every
+// distinctive argument value of every attack.
+func checkNoLeaks(t *testing.T, r *report.Report, receipts string) {
+	t.Helper()
+	names, err := mcptest.Receipts(receipts)
+	if err != nil || len(names) != len(r.Attacks) {
+		t.Fatalf("%d receipts in %s (%v), want %d", len(names), receipts, err, len(r.Attacks))
+	}
+	// A value that is part of some attack's tool name (action:
+	// "transfer") is legitimately in the receipts that record that name.
+	var tools, values []string
+	for _, a := range attacks.Catalogue() {
+		tools = append(tools, a.Tool)
+	}
+	for _, a := range attacks.Catalogue() {
+		for _, v := range report.ArgValues(a) {
+			if !strings.Contains(strings.Join(tools, "\n"), v) {
+				values = append(values, v)
+			}
+		}
+	}
+	if len(values) < 10 {
+		t.Fatalf("only %d argument values to search for: %q", len(values), values)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(receipts, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if report.HasValue(b, v) {
+				t.Errorf("receipt %s holds the argument value %q", n, v)
+			}
+		}
+	}
+}
+
+func claim(r *report.Report, id string) report.Claim {
+	for _, c := range r.Claims {
+		if c.ID == id {
+			return c
+		}
+	}
+	return report.Claim{ID: id, Status: "missing"}
+}
+
+// checkFiles checks the markdown, the chart and the README block.
+func checkFiles(t *testing.T, r *report.Report, out, readme string) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(out, "bankdoor.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Claims {
+		if !bytes.Contains(md, []byte(`<a id="`+c.Evidence+`"></a>`)) {
+			t.Errorf("claim %s links to #%s, which bankdoor.md does not have", c.ID, c.Evidence)
+		}
+	}
+	svg, err := os.ReadFile(filepath.Join(out, report.ChartFile))
+	if err != nil || !bytes.HasPrefix(svg, []byte("<svg ")) || bytes.Count(svg, []byte("<polyline")) != 3 {
+		t.Errorf("%s is not a chart of three series (%v):\n%.300s", report.ChartFile, err, svg)
+	}
+	got, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(got, []byte("# x\n\nabove\n"+report.ReadmeBegin+"\n")) || !bytes.HasSuffix(got, []byte(report.ReadmeEnd+"\nbelow\n")) ||
+		bytes.Contains(got, []byte("old figures")) || !bytes.Contains(got, []byte("reports/bankdoor.md#attacks")) {
+		t.Errorf("README block not rewritten as expected:\n%s", got)
+	}
+}

@@ -1,0 +1,83 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHasValue(t *testing.T) {
+	for _, c := range []struct {
+		b, v string
+		want bool
+	}{
+		{`{"reason":"limit 1000 is above 100"}`, "1000", true},
+		{`{"sig":"ab1000cd"}`, "1000", false},
+		{`{"n":10000}`, "1000", false},
+		{`{"to":"acc_mallory"}`, "acc_mallory", true},
+		{`"1000"`, "1000", true},
+		{`1000`, "1000", true},
+		{`x10001000`, "1000", false},
+	} {
+		if got := HasValue([]byte(c.b), c.v); got != c.want {
+			t.Errorf("HasValue(%q, %q) = %v, want %v", c.b, c.v, got, c.want)
+		}
+	}
+}
+
+func TestDistribution(t *testing.T) {
+	var lat []time.Duration
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	d := Distribution(lat, time.Millisecond)
+	if *d != (Dist{P50: 50, P95: 95, P99: 99, Max: 100}) {
+		t.Errorf("Distribution of 1..100 ms = %+v", *d)
+	}
+	if Quantile(nil, 0.5) != 0 {
+		t.Error("Quantile of no samples is not 0")
+	}
+}
+
+// TestClaimsFail checks that a row showing a breach fails its claim.
+func TestClaimsFail(t *testing.T) {
+	ok := AttackRow{ID: "a", ExpectedRule: "name.charset", ActualRule: "name.charset", Receipt: "000001.json", Unsafe: true}
+	base := func() *Report {
+		return &Report{Attacks: []AttackRow{ok}, Controls: []ControlRow{{ID: "a", Moved: 200, Reached: 1}},
+			Measurements: []Measurement{{ID: "attack-receipts", Status: StatusMeasured, N: 1}}}
+	}
+	for name, c := range map[string]struct {
+		change func(*Report)
+		claim  string
+	}{
+		"reached":    {func(r *Report) { r.Attacks[0].Reached = 1 }, "denied-before-server"},
+		"moved":      {func(r *Report) { r.Attacks[0].Moved = 5 }, "denied-before-server"},
+		"wrong rule": {func(r *Report) { r.Attacks[0].ActualRule = "tool.not_allowed" }, "denied-before-server"},
+		"no money":   {func(r *Report) { r.Controls[0].Moved = 0 }, "gate-stops-money"},
+		"no control": {func(r *Report) { r.Controls = nil }, "gate-stops-money"},
+		"leak":       {func(r *Report) { r.Attacks[0].Problems = []string{leakProblem + ` "acc_x"`} }, "no-values-in-receipts"},
+		"receipts":   {func(r *Report) { r.Measurements[0].N = 0 }, "receipts-verify"},
+	} {
+		r := base()
+		for _, cl := range Claims(r) {
+			if strings.HasPrefix(cl.Status, "failed") {
+				t.Fatalf("%s: baseline claim %s failed: %s", name, cl.ID, cl.Status)
+			}
+		}
+		c.change(r)
+		var failed []string
+		for _, cl := range Failed(Claims(r)) {
+			failed = append(failed, cl.ID)
+		}
+		if !strings.Contains(strings.Join(failed, " "), c.claim) {
+			t.Errorf("%s: failed claims %q, want %s among them", name, failed, c.claim)
+		}
+	}
+}
+
+func TestLatencySVG(t *testing.T) {
+	svg := LatencySVG("t<&>", []Series{{Name: "a", Samples: []float64{90, 120, 400}}, {Name: "b", Samples: []float64{2000, 3000}}})
+	if !strings.HasPrefix(svg, "<svg ") || strings.Count(svg, "<polyline") != 2 || !strings.Contains(svg, "t&lt;&amp;&gt;") || !strings.Contains(svg, ">1ms<") {
+		t.Errorf("unexpected SVG:\n%s", svg)
+	}
+}
