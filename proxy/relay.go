@@ -48,11 +48,11 @@ type Config struct {
 
 // Relay relays one MCP session between an agent and a bank server.
 type Relay struct {
-	cfg  Config
-	srv  *policy.Server // nil if the policy has no such server: every call denies
-	down mcp.Connection
-	out  io.Writer
-	log  *slog.Logger
+	cfg   Config
+	srv   *policy.Server // nil if the policy has no such server: every call denies
+	down  mcp.Connection
+	agent AgentSide
+	log   *slog.Logger
 
 	outMu sync.Mutex
 
@@ -100,12 +100,18 @@ func New(cfg Config, down mcp.Connection) *Relay {
 // goes away (Run answers every open request with an error and returns why),
 // or ctx is done.
 func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	r.out = out
+	return r.RunAgent(ctx, LineAgent(in, out, r.cfg.MaxFrame))
+}
+
+// RunAgent is Run with the agent on the given side of the session (see
+// AgentSide); it returns nil when ReadFrame returns io.EOF.
+func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
+	r.agent = agent
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	agentDone := make(chan error, 1)
 	serverDone := make(chan error, 1)
-	go func() { agentDone <- r.agentLoop(ctx, in) }()
+	go func() { agentDone <- r.agentLoop(ctx) }()
 	go func() { serverDone <- r.serverLoop(ctx) }()
 	select {
 	case err := <-agentDone:
@@ -143,14 +149,14 @@ func (r *Relay) stop(err error) {
 }
 
 // agentLoop reads and handles agent frames in order.
-func (r *Relay) agentLoop(ctx context.Context, in io.Reader) error {
-	lr := newLineReader(in, r.cfg.MaxFrame)
+func (r *Relay) agentLoop(ctx context.Context) error {
 	for {
-		line, err := lr.next()
+		line, err := r.agent.ReadFrame()
+		var tooLarge *FrameTooLargeError
 		switch {
-		case errors.Is(err, errTooLong):
+		case errors.As(err, &tooLarge):
 			r.denyFrame(jsontext.Value(nullJSON), nil, &denial{code: codeInvalidRequest, rule: "frame.too_large",
-				reason: fmt.Sprintf("message is longer than %d bytes", lr.max)})
+				reason: tooLarge.Error()})
 			continue
 		case errors.Is(err, io.EOF):
 			return nil

@@ -32,12 +32,11 @@ func quote(s string) []byte {
 	return q
 }
 
-// writeAgent writes one message line to the agent.
+// writeAgent writes one message to the agent.
 func (r *Relay) writeAgent(msg []byte) {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
-	msg = append(msg, '\n')
-	if _, err := r.out.Write(msg); err != nil {
+	if err := r.agent.WriteFrame(msg); err != nil {
 		r.stop(errors.Join(errors.New("writing to the agent"), err))
 	}
 }

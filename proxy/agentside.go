@@ -1,0 +1,56 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// An AgentSide is the agent's end of one session: it carries one JSON-RPC
+// message per frame, never a batch split across frames. The relay reads
+// frames from one goroutine and writes them from several, one at a time.
+//
+// Run uses a line-delimited AgentSide over the agent's stdin and stdout
+// (the MCP stdio transport); a server of agents over HTTP gives each
+// session its own AgentSide and calls RunAgent.
+type AgentSide interface {
+	// ReadFrame returns the agent's next message. It returns io.EOF when
+	// the agent is done, and a *FrameTooLargeError for a message that was
+	// discarded for its size (reading may go on).
+	ReadFrame() ([]byte, error)
+	// WriteFrame sends one message to the agent. An error stops the relay.
+	WriteFrame(msg []byte) error
+}
+
+// FrameTooLargeError is a message longer than the agent side accepts. The
+// relay answers it with frame.too_large and goes on.
+type FrameTooLargeError struct{ Max int }
+
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("message is longer than %d bytes", e.Max)
+}
+
+// LineAgent is the MCP stdio transport: newline-delimited messages of at
+// most maxFrame bytes (0 means DefaultMaxFrame) read from in, written to
+// out with a newline.
+func LineAgent(in io.Reader, out io.Writer, maxFrame int) AgentSide {
+	return &lineAgent{lr: newLineReader(in, maxFrame), out: out}
+}
+
+type lineAgent struct {
+	lr  *lineReader
+	out io.Writer
+}
+
+func (a *lineAgent) ReadFrame() ([]byte, error) {
+	line, err := a.lr.next()
+	if errors.Is(err, errTooLong) {
+		return nil, &FrameTooLargeError{Max: a.lr.max}
+	}
+	return line, err
+}
+
+func (a *lineAgent) WriteFrame(msg []byte) error {
+	_, err := a.out.Write(append(msg, '\n'))
+	return err
+}
