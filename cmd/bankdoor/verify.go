@@ -16,12 +16,14 @@ import (
 const verifyTimeout = 5 * time.Minute
 
 func cmdVerify(e *env, args []string) int {
-	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]")
+	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P] [--checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N] | --ledger URL --log-key VKEY]")
 	pubPath := fs.String("pub", "", "the agent's public key (SPKI PEM, bankdoor.pub.pem) (required)")
 	policyPath := fs.String("policy", "", "also require every receipt's policy_sha256 to be this policy file's")
 	var remote remoteFlags
 	remote.register(fs, "also prove every receipt is in the ledger at this URL (bankdoor ledger serve), against its signed checkpoint")
-	logKey := fs.String("log-key", "", "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger)")
+	var anchor policyFlags
+	anchor.register(fs, "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger or --checkpoint)")
+	cpPath := fs.String("checkpoint", "", "offline: prove against this checkpoint note (a bundle's checkpoint file, or one from GetCheckpoint) that no receipt it covers is missing; with --log-key and the witnesses' --witness-key")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -36,17 +38,19 @@ func cmdVerify(e *env, args []string) int {
 	if err != nil {
 		return fail(e, exitUsage, "verify: --pub: %v", err)
 	}
-	online, err := onlineCheck(&remote, *logKey)
+	if *cpPath != "" || len(anchor.witnesses) > 0 || flagSet(fs, "witness-quorum") {
+		if remote.url != "" {
+			return fail(e, exitUsage, "verify: --checkpoint is the offline check and --ledger the online one; give one of them")
+		}
+		return verifyAnchored(e, pos[0], pub, *policyPath, *cpPath, &anchor)
+	}
+	online, err := onlineCheck(&remote, anchor.logKey)
 	if err != nil {
 		return fail(e, exitUsage, "verify: %v", err)
 	}
-	var opts verifier.Options
-	if *policyPath != "" {
-		p, err := policy.Load(*policyPath)
-		if err != nil {
-			return fail(e, exitUsage, "verify: --policy: %v", err)
-		}
-		opts.PolicySHA256 = p.SHA256
+	opts, err := verifyOptions(*policyPath)
+	if err != nil {
+		return fail(e, exitUsage, "verify: %v", err)
 	}
 	rep, err := verifier.VerifyDir(pos[0], pub, opts)
 	if err != nil {
@@ -60,12 +64,25 @@ func cmdVerify(e *env, args []string) int {
 	return online(e, rep)
 }
 
+// verifyOptions returns the options the --policy flag asks for.
+func verifyOptions(policyPath string) (verifier.Options, error) {
+	var opts verifier.Options
+	if policyPath != "" {
+		p, err := policy.Load(policyPath)
+		if err != nil {
+			return opts, fmt.Errorf("--policy: %v", err)
+		}
+		opts.PolicySHA256 = p.SHA256
+	}
+	return opts, nil
+}
+
 // onlineCheck checks the --ledger and --log-key flags and returns the
 // check to run after the offline one, or nil if there is none.
 func onlineCheck(remote *remoteFlags, logKey string) (func(*env, *verifier.Report) int, error) {
 	if remote.url == "" {
 		if logKey != "" || remote.ca != "" || remote.tokenEnv != "" {
-			return nil, errors.New("--log-key, --ledger-ca and --ledger-token-env are for the online check: give the ledger's URL with --ledger")
+			return nil, errors.New("--log-key, --ledger-ca and --ledger-token-env are for the online check: give the ledger's URL with --ledger (or, offline, its checkpoint with --checkpoint FILE)")
 		}
 		return nil, nil
 	}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger"
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+	"github.com/bankdoor/bankdoor/verifier/bundle"
+)
+
+// exportTimeout bounds a whole export.
+const exportTimeout = 30 * time.Minute
+
+const exportSynopsis = "export (--ledger URL --log-key VKEY | --ledger-db PATH [--ledger-key FILE]) --key-id K --out DIR [--witness-key VKEY]... [--witness-quorum N]"
+
+// cmdExport writes an export bundle (package verifier/bundle) of one
+// agent's receipts: from a remote ledger, or from the embedded ledger's
+// file, which must not be open in a running proxy.
+func cmdExport(e *env, args []string) int {
+	fs := newFlags(e, "export", exportSynopsis)
+	var remote remoteFlags
+	remote.register(fs, "the ledger to export from (bankdoor ledger serve)")
+	db := fs.String("ledger-db", "", "export from this embedded ledger file instead (e.g. .bankdoor/ledger.db; stop the proxy that uses it first)")
+	keyFile := fs.String("ledger-key", "", "with --ledger-db: the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory)")
+	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
+	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required)")
+	var pol policyFlags
+	pol.register(fs, "with --ledger: the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file); the bundle's checkpoint must verify with it")
+	pos, _, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return fail(e, exitUsage, "export: unexpected argument %q; the bundle directory is --out DIR", pos[0])
+	}
+	if !required(e, fs, "key-id", "out") {
+		return exitUsage
+	}
+	src, logKey, closeSrc, err := exportSource(&remote, *db, *keyFile, pol.logKey)
+	if err != nil {
+		return fail(e, exitUsage, "export: %v", err)
+	}
+	defer closeSrc()
+	pol.logKey = logKey
+	p, err := pol.policy()
+	if err != nil {
+		return fail(e, exitUsage, "export: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
+	defer cancel()
+	b, err := export(ctx, src, p, &pol, *keyID, *out)
+	if err != nil {
+		return fail(e, exitFailure, "export: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "%s: %d receipts of key_id %s, seq 1..%d, in the checkpoint of %s at size %d; %d later entries of the log in %s\n",
+		*out, b.Head.Seq, b.KeyID, b.Head.Seq, strings.SplitN(string(b.Checkpoint), "\n", 2)[0], b.Size, len(b.Tail)-1, bundle.TailFile)
+	return exitOK
+}
+
+// export fetches the checkpoint, checks it with p, collects the bundle
+// and writes it to out.
+func export(ctx context.Context, src bundle.Source, p *cosignature.Policy, keys *policyFlags, keyID, out string) (*bundle.Bundle, error) {
+	cpNote, err := src.Checkpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get the checkpoint: %w", err)
+	}
+	cp, err := p.Verify(cpNote)
+	if err != nil {
+		return nil, fmt.Errorf("the ledger's checkpoint: %w (with witness keys, wait until the anchor has collected a quorum of cosignatures for the latest checkpoint, then export again)", err)
+	}
+	b, files, err := bundle.Export(ctx, src, keyID, cpNote, cp.Size)
+	if err != nil {
+		return nil, err
+	}
+	b.LogKey, b.Witnesses = keys.logKey, keys.witnesses
+	if err := bundle.Write(out, b, files); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// exportSource opens the ledger named by the flags and returns the log
+// verifier key to check its checkpoints with.
+func exportSource(remote *remoteFlags, db, keyFile, logKey string) (bundle.Source, string, func(), error) {
+	switch {
+	case remote.url != "" && db != "":
+		return nil, "", nil, fmt.Errorf("--ledger and --ledger-db do not go together: export from a remote ledger or from an embedded ledger's file")
+	case remote.url != "":
+		if keyFile != "" {
+			return nil, "", nil, fmt.Errorf("--ledger-key is for --ledger-db; a remote ledger's checkpoints are checked with --log-key VKEY")
+		}
+		if logKey == "" {
+			return nil, "", nil, fmt.Errorf("--ledger needs --log-key VKEY, the ledger's verifier key (the line of its .vkey file)")
+		}
+		client, err := remote.client()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return clientSource{client}, logKey, func() {}, nil
+	case db != "":
+		if remote.ca != "" || remote.tokenEnv != "" {
+			return nil, "", nil, fmt.Errorf("--ledger-ca and --ledger-token-env are for --ledger URL, not --ledger-db")
+		}
+		return openExportDB(db, keyFile, logKey)
+	}
+	return nil, "", nil, fmt.Errorf("give the ledger to export from: --ledger URL (a ledger server) or --ledger-db PATH (the embedded ledger, e.g. .bankdoor/ledger.db)")
+}
+
+// openExportDB opens an embedded ledger's file with its log key, enrolling
+// no agent: an export only reads.
+func openExportDB(db, keyFile, logKey string) (bundle.Source, string, func(), error) {
+	if keyFile == "" {
+		dir, err := agentkey.Dir()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		keyFile = filepath.Join(dir, ledgerKeyFile)
+	}
+	signer, err := ledger.LoadSigner(keyFile)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--ledger-key: %w", err)
+	}
+	skey, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--ledger-key: %w", err)
+	}
+	vkey, err := ledger.VerifierKey(strings.TrimSuffix(string(skey), "\n"))
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--ledger-key %s: %w", keyFile, err)
+	}
+	if logKey != "" && logKey != vkey {
+		return nil, "", nil, fmt.Errorf("--log-key is not the verifier key of %s (%s); drop --log-key, or give the log key it belongs to with --ledger-key", keyFile, vkey)
+	}
+	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneAgent{}})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--ledger-db %s: %w (a running proxy holds it open: stop it first)", db, err)
+	}
+	return bundle.LogSource(l), vkey, func() { l.Close() }, nil
+}
+
+// clientSource reads a remote ledger through its Connect client.
+type clientSource struct {
+	c ledgerv1connect.LedgerServiceClient
+}
+
+func (s clientSource) Checkpoint(ctx context.Context) ([]byte, error) {
+	r, err := s.c.GetCheckpoint(ctx, connect.NewRequest(&ledgerv1.GetCheckpointRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	return r.Msg.GetCheckpoint(), nil
+}
+
+func (s clientSource) AgentHead(ctx context.Context, keyID string) (uint64, bool, error) {
+	r, err := s.c.GetAgentHead(ctx, connect.NewRequest(&ledgerv1.GetAgentHeadRequest{KeyId: keyID}))
+	if err != nil {
+		return 0, false, err
+	}
+	return r.Msg.GetIndex(), r.Msg.GetFound(), nil
+}
+
+func (s clientSource) Entries(ctx context.Context, start, count uint64) ([][]byte, error) {
+	r, err := s.c.GetEntries(ctx, connect.NewRequest(&ledgerv1.GetEntriesRequest{Start: start, Count: count}))
+	if err != nil {
+		return nil, err
+	}
+	return r.Msg.GetEntries(), nil
+}
+
+func (s clientSource) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
+	r, err := s.c.GetInclusionProof(ctx, connect.NewRequest(&ledgerv1.GetInclusionProofRequest{
+		Leaf: &ledgerv1.GetInclusionProofRequest_Index{Index: index}, TreeSize: size,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	if r.Msg.GetIndex() != index || r.Msg.GetTreeSize() != size {
+		return nil, fmt.Errorf("the ledger answered with the proof of leaf %d at size %d", r.Msg.GetIndex(), r.Msg.GetTreeSize())
+	}
+	return r.Msg.GetHashes(), nil
+}

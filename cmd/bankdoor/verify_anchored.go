@@ -1,0 +1,126 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/verifier"
+)
+
+// maxCheckpointFile bounds a --checkpoint file: a note of three lines
+// and some hundred signature lines.
+const maxCheckpointFile = 64 << 10
+
+// policyFlags are the keys a checkpoint must be signed with: the log's,
+// and a quorum of witnesses'.
+type policyFlags struct {
+	fs        *flag.FlagSet
+	logKey    string
+	witnesses repeated
+	quorum    int
+}
+
+func (f *policyFlags) register(fs *flag.FlagSet, logKeyHelp string) {
+	f.fs = fs
+	fs.StringVar(&f.logKey, "log-key", "", logKeyHelp)
+	fs.Var(&f.witnesses, "witness-key", "a trusted witness's verifier key (cosignature/v1 or Ed25519 vkey); repeat for each witness")
+	fs.IntVar(&f.quorum, "witness-quorum", 0, "how many of the --witness-key witnesses must have cosigned the checkpoint (default 1 when any --witness-key is given)")
+}
+
+// policy returns the trust policy the flags give.
+func (f *policyFlags) policy() (*cosignature.Policy, error) {
+	if f.logKey == "" {
+		return nil, errors.New("--log-key VKEY is required: the ledger's verifier key (the line of its .vkey file; bankdoor ledger keygen prints it)")
+	}
+	q := f.quorum
+	if !flagSet(f.fs, "witness-quorum") && len(f.witnesses) > 0 {
+		q = 1
+	}
+	p, err := cosignature.NewPolicy(f.logKey, f.witnesses, q)
+	if err != nil {
+		return nil, fmt.Errorf("--log-key, --witness-key, --witness-quorum: %w", err)
+	}
+	return p, nil
+}
+
+// verifyAnchored is bankdoor verify --checkpoint: fully offline.
+func verifyAnchored(e *env, dir string, pub ed25519.PublicKey, policyPath, cpPath string, pf *policyFlags) int {
+	if cpPath == "" {
+		return fail(e, exitUsage, "verify: --witness-key and --witness-quorum check a checkpoint: give it with --checkpoint FILE (a bundle's checkpoint file)")
+	}
+	p, err := pf.policy()
+	if err != nil {
+		return fail(e, exitUsage, "verify: %v", err)
+	}
+	opts, err := verifyOptions(policyPath)
+	if err != nil {
+		return fail(e, exitUsage, "verify: %v", err)
+	}
+	cp, err := readCheckpoint(cpPath)
+	if err != nil {
+		return fail(e, exitUsage, "verify: --checkpoint: %v", err)
+	}
+	rep, err := verifier.VerifyAnchored(dir, pub, opts, p, cp)
+	if err != nil {
+		return fail(e, exitFailure, "verify: FAILED: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "%s: ok: %d receipts, seq %d..%d, key_id %s, head %x\n",
+		dir, len(rep.Receipts), rep.FirstSeq, rep.LastSeq, rep.KeyID, rep.Head)
+	fmt.Fprintf(e.stdout, "%s: ok: none missing: the checkpoint of %s at size %d, root %x, cosigned by %s, covers seq 1..%d: %s\n",
+		dir, rep.Checkpoint.Origin, rep.Checkpoint.Size, rep.Checkpoint.Hash, cosigners(rep.Checkpoint), rep.Covered, proofKind(rep))
+	if n := len(rep.Checkpoint.Ignored); n > 0 {
+		fmt.Fprintf(e.stdout, "%s: note: ignored %d cosignature(s) by keys not given with --witness-key:%s\n", dir, n, ignored(rep.Checkpoint))
+	}
+	if rep.LastSeq > rep.Covered {
+		fmt.Fprintf(e.stdout, "%s: note: seq %d..%d are newer than the checkpoint, which says nothing about them\n", dir, rep.Covered+1, rep.LastSeq)
+	}
+	return exitOK
+}
+
+func proofKind(rep *verifier.AnchoredReport) string {
+	if rep.Bundle {
+		return "every receipt's inclusion proof verifies, and the tail holds no later receipt of the agent"
+	}
+	return "the receipts' RFC 6962 root is the checkpoint's (a log of this agent only)"
+}
+
+func cosigners(v *cosignature.Verified) string {
+	if len(v.Cosigners) == 0 {
+		return "no witness (--witness-quorum 0)"
+	}
+	var s []string
+	for _, c := range v.Cosigners {
+		s = append(s, c.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func ignored(v *cosignature.Verified) string {
+	var s string
+	for _, sig := range v.Ignored {
+		s += fmt.Sprintf(" %s+%08x", sig.Name, sig.Hash)
+	}
+	return s
+}
+
+func readCheckpoint(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCheckpointFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxCheckpointFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a checkpoint note", path, maxCheckpointFile)
+	}
+	return b, nil
+}
