@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +18,9 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankdoor/bankdoor/anchor"
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 )
@@ -29,6 +33,7 @@ type serveFlags struct {
 	db, addr, logKey, origin, agents     string
 	tlsCert, tlsKey, clientCA, tokenFile string
 	authReads                            bool
+	witnesses                            witnessFlags
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -41,16 +46,20 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&f.clientCA, "client-ca", "", "PEM CA certificates; a client certificate they issue authenticates the caller (mTLS; needs --tls-cert)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
-	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs too, not only for Append (GET /healthz stays open)")
+	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs too, not only for Append and AddCosignature (GET /healthz stays open)")
+	f.witnesses.register(fs)
 }
 
 // serveConfig is what the flags name, loaded and checked before the
 // ledger is opened.
 type serveConfig struct {
-	signer note.Signer
-	agents *rpc.Directory
-	auth   *rpc.Auth
-	tls    *tls.Config // nil: plain HTTP
+	signer    note.Signer
+	logKey    note.Verifier         // the signer's verifier
+	witnesses []*tlogwitness.Client // anchored to in process
+	accepted  []note.Verifier       // witness keys whose cosignatures AddCosignature takes
+	agents    *rpc.Directory
+	auth      *rpc.Auth
+	tls       *tls.Config // nil: plain HTTP
 }
 
 func (f *serveFlags) load() (*serveConfig, error) {
@@ -63,8 +72,14 @@ func (f *serveFlags) load() (*serveConfig, error) {
 		return nil, fmt.Errorf("--origin %q is not the name of the --log-key key (%q); pass --origin %q or the key made for this origin",
 			f.origin, c.signer.Name(), c.signer.Name())
 	}
+	if c.logKey, err = logVerifier(f.logKey); err != nil {
+		return nil, fmt.Errorf("--log-key: %w", err)
+	}
 	if c.agents, err = rpc.LoadDirectory(f.agents); err != nil {
 		return nil, fmt.Errorf("--agents: %w", err)
+	}
+	if err := f.loadWitnesses(&c); err != nil {
+		return nil, err
 	}
 	if c.tls, err = f.loadTLS(); err != nil {
 		return nil, err
@@ -73,6 +88,36 @@ func (f *serveFlags) load() (*serveConfig, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// logVerifier returns the verifier of the signer key file at path, which
+// ledger.LoadSigner has already checked.
+func logVerifier(path string) (note.Verifier, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vkey, err := ledger.VerifierKey(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return nil, err
+	}
+	return cosignature.NewLogVerifier(vkey)
+}
+
+// loadWitnesses reads --witness and --witness-key. With --witness, each
+// URL pairs with a key and the ledger anchors to them in process; with
+// --witness-key alone, it only accepts the cosignatures a bankdoor anchor
+// elsewhere hands back for those keys.
+func (f *serveFlags) loadWitnesses(c *serveConfig) error {
+	var err error
+	if c.accepted, err = f.witnesses.verifiers(); err != nil {
+		return err
+	}
+	if len(f.witnesses.urls) == 0 {
+		return nil
+	}
+	c.witnesses, err = f.witnesses.clients(nil) // the logger is set once it exists
+	return err
 }
 
 func (f *serveFlags) loadTLS() (*tls.Config, error) {
@@ -122,7 +167,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
 	var f serveFlags
 	f.register(fs)
 	pos, _, code, ok := parse(fs, args)
@@ -160,6 +205,9 @@ type ledgerServer struct {
 	svc    *rpc.Service
 	http   *http.Server
 	done   chan error // Serve's result
+
+	stopAnchor context.CancelFunc
+	anchored   chan struct{} // closed when the anchoring loop has returned
 }
 
 func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (*ledgerServer, error) {
@@ -173,6 +221,16 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
 	s := &ledgerServer{logger: logger, agents: cfg.agents, log: l, svc: rpc.New(l, logger), done: make(chan error, 1)}
+	if err := s.svc.Cosign(cfg.logKey, cfg.accepted); err != nil {
+		l.Close()
+		ln.Close()
+		return nil, fmt.Errorf("--witness-key: %w", err)
+	}
+	if err := s.startAnchor(cfg); err != nil {
+		l.Close()
+		ln.Close()
+		return nil, err
+	}
 	s.http = newHTTPServer(s.svc, cfg, logger)
 	scheme := "http"
 	if cfg.tls != nil {
@@ -188,6 +246,32 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		}
 	}()
 	return s, nil
+}
+
+// startAnchor runs the anchoring loop in the background, woken by each
+// new checkpoint, storing cosignatures in the ledger's file.
+func (s *ledgerServer) startAnchor(cfg *serveConfig) error {
+	s.anchored = make(chan struct{})
+	if len(cfg.witnesses) == 0 {
+		close(s.anchored)
+		s.stopAnchor = func() {}
+		return nil
+	}
+	for _, w := range cfg.witnesses {
+		w.Logger = s.logger
+	}
+	a, err := anchor.New(anchor.Options{Log: s.log, LogKey: cfg.logKey, Store: s.log.CosignatureStore(),
+		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: s.logger})
+	if err != nil {
+		return fmt.Errorf("--witness: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopAnchor = cancel
+	go func() {
+		defer close(s.anchored)
+		_ = a.Run(ctx, s.log.Watch(ctx)) // returns ctx.Err()
+	}()
+	return nil
 }
 
 func newHTTPServer(svc *rpc.Service, cfg *serveConfig, logger *slog.Logger) *http.Server {
@@ -213,6 +297,12 @@ func newHTTPServer(svc *rpc.Service, cfg *serveConfig, logger *slog.Logger) *htt
 }
 
 func logStart(logger *slog.Logger, f *serveFlags, cfg *serveConfig) {
+	for i, w := range cfg.witnesses {
+		logger.Info("anchoring checkpoints to witness", "witness", w.Name(), "url", f.witnesses.urls[i])
+	}
+	if len(cfg.witnesses) == 0 && len(cfg.accepted) > 0 {
+		logger.Info("no --witness: this ledger does not anchor itself; it accepts the cosignatures of --witness-key keys that bankdoor anchor hands back", "witness_keys", len(cfg.accepted))
+	}
 	ids := cfg.agents.KeyIDs()
 	logger.Info("agents enrolled", "dir", f.agents, "count", len(ids), "key_ids", ids)
 	if len(ids) == 0 {
@@ -233,6 +323,7 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 		select {
 		case err := <-s.done:
 			s.logger.Error("server failed", "err", err)
+			s.stopAnchoring()
 			s.log.Close()
 			return exitFailure
 		case sig := <-sigs:
@@ -244,6 +335,13 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 			return s.shutdown()
 		}
 	}
+}
+
+// stopAnchoring ends the anchoring loop and waits for it, so that no
+// cosignature is being stored when the log closes.
+func (s *ledgerServer) stopAnchoring() {
+	s.stopAnchor()
+	<-s.anchored
 }
 
 func (s *ledgerServer) reload() {
@@ -271,6 +369,7 @@ func (s *ledgerServer) shutdown() int {
 		s.logger.Error("server failed", "err", err)
 		code = exitFailure
 	}
+	s.stopAnchoring()
 	size := s.log.Size()
 	if err := s.log.Close(); err != nil {
 		s.logger.Error("closing the ledger", "err", err)

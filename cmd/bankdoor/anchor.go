@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/anchor"
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+)
+
+// witnessFlags are the repeatable --witness URL and --witness-key VKEY,
+// paired in the order given: the n-th key is the n-th witness's.
+type witnessFlags struct {
+	urls, keys repeated
+}
+
+func (f *witnessFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.urls, "witness", "a C2SP tlog-witness URL to get checkpoints cosigned by (repeatable; pairs with the --witness-key in the same position)")
+	fs.Var(&f.keys, "witness-key", "a witness's verifier key, name+hash+key (cosignature/v1 or Ed25519), as its operator publishes it (repeatable)")
+}
+
+// clients returns a tlog-witness client for each --witness and its key.
+func (f *witnessFlags) clients(logger *slog.Logger) ([]*tlogwitness.Client, error) {
+	if len(f.urls) != len(f.keys) {
+		return nil, fmt.Errorf("--witness and --witness-key go in pairs: got %d --witness and %d --witness-key; give each witness URL with its key, in the same order",
+			len(f.urls), len(f.keys))
+	}
+	var cs []*tlogwitness.Client
+	for i, u := range f.urls {
+		c, err := tlogwitness.New(u, f.keys[i])
+		if err != nil {
+			return nil, fmt.Errorf("--witness %s --witness-key %s (pair %d): %w", u, f.keys[i], i+1, err)
+		}
+		c.Logger = logger
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// verifiers returns the verifier of each --witness-key.
+func (f *witnessFlags) verifiers() ([]note.Verifier, error) {
+	var vs []note.Verifier
+	for _, k := range f.keys {
+		v, err := cosignature.NewWitnessVerifier(k)
+		if err != nil {
+			return nil, fmt.Errorf("--witness-key %s: %w", k, err)
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
+// anchorRetry is how long the loop waits before asking again a witness
+// that was unreachable.
+const anchorRetry = time.Minute
+
+func cmdAnchor(e *env, args []string) int {
+	fs := newFlags(e, "anchor", "anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]... [--ledger-ca FILE] [--ledger-token-env VAR]")
+	var remote remoteFlags
+	remote.register(fs, "the ledger whose checkpoints to get cosigned, e.g. https://ledger.example:8443 (required)")
+	logKey := fs.String("log-key", "", "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (required)")
+	var wf witnessFlags
+	wf.register(fs)
+	pos, _, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return fail(e, exitUsage, "anchor takes no arguments (got %q); name the ledger with --ledger URL", pos[0])
+	}
+	if !required(e, fs, "ledger", "log-key", "witness", "witness-key") {
+		return exitUsage
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	r, err := newRemoteAnchor(&remote, *logKey, &wf, logger)
+	if err != nil {
+		return fail(e, exitUsage, "anchor: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.start(ctx); err != nil {
+		return fail(e, exitFailure, "anchor: %v", err)
+	}
+	go func() {
+		sig := <-sigs
+		logger.Info("shutting down", "signal", sig.String())
+		cancel()
+	}()
+	r.run(ctx)
+	return exitOK
+}
+
+// remoteAnchor runs the anchoring loop against a ledger over Connect: it
+// follows the ledger's checkpoints with WatchCheckpoints, reads
+// consistency proofs with GetConsistencyProof, and hands each verified
+// cosignature back with AddCosignature.
+type remoteAnchor struct {
+	client   ledgerv1connect.LedgerServiceClient
+	logKey   note.Verifier
+	logger   *slog.Logger
+	anchorer *anchor.Anchorer
+	store    *remoteStore
+	wake     chan []byte
+
+	mu     sync.Mutex
+	latest []byte // the newest checkpoint seen, verified with logKey
+}
+
+func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logger *slog.Logger) (*remoteAnchor, error) {
+	client, err := remote.client()
+	if err != nil {
+		return nil, err
+	}
+	lk, err := cosignature.NewLogVerifier(logKey)
+	if err != nil {
+		return nil, fmt.Errorf("--log-key: %w", err)
+	}
+	witnesses, err := wf.clients(logger)
+	if err != nil {
+		return nil, err
+	}
+	r := &remoteAnchor{client: client, logKey: lk, logger: logger, wake: make(chan []byte, 1)}
+	r.store = &remoteStore{client: client, latest: map[string]uint64{}, sigs: map[witnessSize][]byte{}}
+	r.anchorer, err = anchor.New(anchor.Options{Log: r, LogKey: lk, Store: r.store, Witnesses: witnesses, RetryInterval: anchorRetry, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start reads the ledger's latest checkpoint, so that a wrong URL or log
+// key fails at once.
+func (r *remoteAnchor) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ledgerCallTimeout)
+	defer cancel()
+	resp, err := r.client.GetCheckpoint(ctx, connect.NewRequest(&ledgerv1.GetCheckpointRequest{}))
+	if err != nil {
+		return fmt.Errorf("--ledger: GetCheckpoint: %w", err)
+	}
+	return r.observe(resp.Msg.GetCheckpoint())
+}
+
+// observe makes msg the latest checkpoint if the log key signed it.
+func (r *remoteAnchor) observe(msg []byte) error {
+	cp, _, err := cosignature.Open(msg, r.logKey)
+	if err != nil {
+		return fmt.Errorf("the ledger's checkpoint does not verify with --log-key %s+%08x: %w", r.logKey.Name(), r.logKey.KeyHash(), err)
+	}
+	r.mu.Lock()
+	r.latest = msg
+	r.mu.Unlock()
+	r.logger.Debug("ledger checkpoint", "size", cp.Size)
+	select { // replace an unread wake-up: the anchor reads the latest itself
+	case <-r.wake:
+	default:
+	}
+	r.wake <- msg
+	return nil
+}
+
+// run anchors until ctx is done.
+func (r *remoteAnchor) run(ctx context.Context) {
+	go r.follow(ctx)
+	_ = r.anchorer.Run(ctx, r.wake) // returns ctx.Err()
+}
+
+// follow watches the ledger's checkpoints until ctx is done, reconnecting
+// with backoff when the stream ends.
+func (r *remoteAnchor) follow(ctx context.Context) {
+	const minWait, maxWait = time.Second, 30 * time.Second
+	wait := minWait
+	for ctx.Err() == nil {
+		got, err := r.watch(ctx)
+		if got {
+			wait = minWait
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.logger.Warn("watching the ledger's checkpoints failed; reconnecting", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+// watch reads one WatchCheckpoints stream; got reports whether it
+// delivered a checkpoint.
+func (r *remoteAnchor) watch(ctx context.Context) (got bool, err error) {
+	stream, err := r.client.WatchCheckpoints(ctx, connect.NewRequest(&ledgerv1.WatchCheckpointsRequest{}))
+	if err != nil {
+		return false, err
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		got = true
+		if err := r.observe(stream.Msg().GetCheckpoint()); err != nil {
+			r.logger.Error("ignoring a checkpoint from the ledger", "err", err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return got, err
+	}
+	return got, errors.New("the ledger ended the stream")
+}
+
+// Checkpoint implements anchor.Log: the newest checkpoint seen.
+func (r *remoteAnchor) Checkpoint() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest
+}
+
+// ConsistencyProof implements anchor.Log with GetConsistencyProof.
+func (r *remoteAnchor) ConsistencyProof(from, to uint64) ([][]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerCallTimeout)
+	defer cancel()
+	resp, err := r.client.GetConsistencyProof(ctx, connect.NewRequest(&ledgerv1.GetConsistencyProofRequest{FromSize: from, ToSize: to}))
+	if err != nil {
+		return nil, fmt.Errorf("the ledger's consistency proof from size %d to %d: %w", from, to, err)
+	}
+	return resp.Msg.GetHashes(), nil
+}
+
+// remoteStore is the anchor.CosignatureStore of a remote anchor: Put
+// hands the cosignature to the ledger (AddCosignature), which verifies
+// and keeps it; what was put is remembered for this process's life, so
+// that a checkpoint is not sent twice to a witness. After a restart the
+// first request to each witness learns its size from a 409 answer.
+type remoteStore struct {
+	client ledgerv1connect.LedgerServiceClient
+	mu     sync.Mutex
+	latest map[string]uint64
+	sigs   map[witnessSize][]byte
+}
+
+type witnessSize struct {
+	witness string
+	size    uint64
+}
+
+// Put implements anchor.CosignatureStore.
+func (s *remoteStore) Put(witness string, size uint64, lines []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerCallTimeout)
+	defer cancel()
+	_, err := s.client.AddCosignature(ctx, connect.NewRequest(&ledgerv1.AddCosignatureRequest{TreeSize: size, Cosignature: lines}))
+	if err != nil {
+		return fmt.Errorf("handing %s's cosignature of size %d to the ledger: %w", witness, size, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sigs[witnessSize{witness, size}] = slices.Clone(lines)
+	if old, ok := s.latest[witness]; !ok || size > old {
+		s.latest[witness] = size
+	}
+	return nil
+}
+
+// Get implements anchor.CosignatureStore.
+func (s *remoteStore) Get(witness string, size uint64) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.sigs[witnessSize{witness, size}]
+	return slices.Clone(c), ok, nil
+}
+
+// Latest implements anchor.CosignatureStore.
+func (s *remoteStore) Latest(witness string) (uint64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.latest[witness]
+	return n, ok, nil
+}
+
+// Cosignatures implements anchor.CosignatureStore.
+func (s *remoteStore) Cosignatures(size uint64) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for k, c := range s.sigs {
+		if k.size == size {
+			out = append(out, slices.Clone(c))
+		}
+	}
+	return out, nil
+}
