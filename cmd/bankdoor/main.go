@@ -11,6 +11,8 @@
 //	bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
 //	bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
 //	bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
+//	bankdoor verify DIR --pub PEM [--policy P] --checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N]
+//	bankdoor export (--ledger URL --log-key VKEY | --ledger-db PATH) --key-id K --out DIR [--witness-key VKEY]...
 //	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
 //	bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
@@ -40,6 +42,8 @@ Usage:
     bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
     bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
     bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
+    bankdoor verify DIR --pub PEM [--policy P] --checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N]
+    bankdoor export (--ledger URL --log-key VKEY | --ledger-db PATH) --key-id K --out DIR [--witness-key VKEY]...
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
     bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
@@ -77,6 +81,7 @@ func commands() map[string]command {
 		"decide":  cmdDecide,
 		"proxy":   cmdProxy,
 		"verify":  cmdVerify,
+		"export":  cmdExport,
 		"ledger":  cmdLedger,
 		"anchor":  cmdAnchor,
 		"report":  cmdReport,
