@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 
+	"github.com/bankdoor/bankdoor/internal/perf"
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
 
@@ -178,7 +178,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration, unit string, scale tim
 		return
 	}
 	slices.Sort(lat)
-	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / float64(scale) }
+	p := func(q float64) float64 { return float64(perf.Quantile(lat, q)) / float64(scale) }
 	b.ReportMetric(p(0.5), "p50-"+unit)
 	b.ReportMetric(p(0.99), "p99-"+unit)
 	b.ReportMetric(float64(lat[len(lat)-1])/float64(scale), "max-"+unit)
@@ -295,8 +295,8 @@ func benchHeap(b *testing.B, tl *testLog) {
 	for i := range b.N {
 		work[i%appenders] = append(work[i%appenders], as[i%appenders].next(b))
 	}
-	base := liveHeap()
-	peak := sampleHeap()
+	base := perf.LiveHeap()
+	peak := perf.SampleHeap()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for _, rs := range work {
@@ -315,46 +315,6 @@ func benchHeap(b *testing.B, tl *testLog) {
 	work = nil
 	b.ReportMetric(float64(max)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(base)/(1<<20), "start-live-MiB")
-	b.ReportMetric(float64(liveHeap())/(1<<20), "end-live-MiB")
+	b.ReportMetric(float64(perf.LiveHeap())/(1<<20), "end-live-MiB")
 	b.ReportMetric(float64(tl.Size()), "leaves")
-}
-
-// liveHeap returns the heap in use after two collections (the second
-// empties the sync.Pools bbolt keeps page buffers in).
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// sampleHeap samples HeapAlloc every millisecond until the returned
-// function is called, which returns the largest sample.
-func sampleHeap() func() uint64 {
-	stop, done := make(chan struct{}), make(chan uint64)
-	go func() {
-		var ms runtime.MemStats
-		var max uint64
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&ms)
-			max = maxU(max, ms.HeapAlloc)
-			select {
-			case <-stop:
-				done <- max
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() uint64 { close(stop); return <-done }
-}
-
-func maxU(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
 }

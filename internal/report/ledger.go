@@ -12,6 +12,8 @@ import (
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/bankdoor/bankdoor/internal/perf"
 )
 
 // LedgerBench measures the ledger (package ledger) in process, through
@@ -179,8 +181,8 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	if err != nil {
 		return nil, err
 	}
-	base := LiveHeap()
-	peak := SampleHeap()
+	base := perf.LiveHeap()
+	peak := perf.SampleHeap()
 	var ms []Measurement
 	maxLen := 0
 	for _, size := range sizes {
@@ -199,7 +201,7 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	p := peak()
 	ms = append(ms, Measurement{ID: "ledger-peak-heap", Section: "ledger", What: fmt.Sprintf("peak Go heap while appending up to %d receipts", bl.Size()),
 		Status: StatusMeasured, Unit: "MiB", N: int(bl.Size()), Value: float64(p) / (1 << 20),
-		Note: fmt.Sprintf("live heap %.1f MiB before, %.1f MiB after", float64(base)/(1<<20), float64(LiveHeap())/(1<<20))})
+		Note: fmt.Sprintf("live heap %.1f MiB before, %.1f MiB after", float64(base)/(1<<20), float64(perf.LiveHeap())/(1<<20))})
 	return ms, nil
 }
 
