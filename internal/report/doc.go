@@ -1,0 +1,71 @@
+// Package report measures bankdoor end to end and renders what it found:
+// the data behind `bankdoor report`, which writes reports/bankdoor.json
+// (this package's [Report], JSON), reports/bankdoor.md ([Markdown]),
+// reports/latency.svg ([LatencySVG]) and the README block between
+// <!-- report:begin --> and <!-- report:end --> ([ReadmeBlock]).
+//
+// # What Is Run
+//
+// [Bench] drives the real binaries over real stdio with the Go SDK's MCP
+// client (internal/mcptest): the attack catalogue (internal/attacks)
+// through `bankdoor proxy` with the fixture bank behind it, one session
+// per fixture variant; each money-moving attack straight to a fresh
+// fixture (the control runs); and timed tools/call direct, proxied and
+// denied. [LedgerBench] runs package ledger in process with real signed
+// receipts from fresh keys, and verifier.VerifyDir over a receipts
+// directory. Nothing touches the network.
+//
+// # JSON Schema (bankdoor-report/v1)
+//
+// The JSON is [Report] encoded with encoding/json; the struct tags are the
+// member names. The member "schema" is always "bankdoor-report/v1" (see
+// [Schema]). Within v1 members may be added; removing or renaming one, or
+// changing its meaning or unit, makes v2. A reader should decode with
+// unknown members allowed unless it pins the version, as the test does.
+//
+//   - "attacks": one [AttackRow] per attack. An attack held if
+//     "actual_rule" equals "expected_rule", "reached" (messages the bank
+//     logged) is 0, "moved_cents" is 0, "receipt" names its receipt and
+//     "problems" is absent.
+//   - "controls": one [ControlRow] per money-moving attack sent without
+//     the gate; "moved_cents" must be above 0.
+//   - "measurements": [Measurement] rows with a stable "id". "status" is
+//     "measured", or "not measured: WHY" (a figure this build cannot take
+//     yet, never an invented number), or "failed: WHY". A measured row has
+//     "value" (a rate or scalar) or "dist" (p50, p95, p99, max), in
+//     "unit", over "n" samples or items.
+//   - "claims": one [Claim] per README claim, derived from the rows by
+//     [Claims] (a pure function, so anyone can recompute them), with
+//     "status" "held", "measured" (a performance figure, reported and
+//     never judged), "failed: WHY" or "not measured: WHY", and "evidence",
+//     the markdown anchor of the backing rows: "attacks", "controls" or
+//     "m-" followed by a measurement id.
+//   - "latency_chart": the sorted samples, in µs, behind latency.svg.
+//
+// # Example
+//
+// One attack row and one measurement of a run:
+//
+//	{
+//	  "id": "name.cyrillic-a",
+//	  "description": "transfer spelt with a Cyrillic а (U+0430)",
+//	  "expected_rule": "name.charset",
+//	  "actual_rule": "name.charset",
+//	  "reached": 0,
+//	  "moved_cents": 0,
+//	  "receipt": "000001.json",
+//	  "unsafe": false
+//	}
+//	{
+//	  "id": "latency-proxied",
+//	  "section": "latency",
+//	  "what": "proxied: allowed read through the gate",
+//	  "status": "measured",
+//	  "unit": "µs",
+//	  "n": 400,
+//	  "dist": {"p50": 3302.803, "p95": 18816.18, "p99": 50428.181, "max": 70541.489}
+//	}
+//
+// Percentiles are nearest rank, rounded down (internal/perf.Quantile, as
+// the ledger benchmarks compute them).
+package report
