@@ -1,0 +1,53 @@
+// Package httpserve serves agents over MCP streamable HTTP
+// (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports),
+// one proxy.Relay per agent session, so that many agents share one gateway
+// and each still gets every check of the gate.
+//
+// # Requests and refusals
+//
+// Every request is checked in this order, and refused before its body is
+// read when a check fails; a refused request never reaches a relay, let
+// alone the bank server. The body of a refusal is one line of text
+// starting "bankdoor: " that says what was wrong and how to fix it.
+//
+//	Origin header present and not in Config.Origins     403 Forbidden (DNS rebinding)
+//	Authorization not "Bearer TOKEN" of the tokens file  401 Unauthorized, WWW-Authenticate: Bearer
+//	method other than POST, GET, DELETE                 405 Method Not Allowed
+//	POST: Content-Type not application/json             415 Unsupported Media Type
+//	POST: body longer than Config.MaxBody               413 Content Too Large
+//	POST: body not one JSON object (batches too)        400 Bad Request
+//	POST/GET/DELETE without Mcp-Session-Id, except
+//	  the POST of initialize that starts a session      400 Bad Request
+//	Mcp-Session-Id unknown, ended, idled out, or
+//	  another agent's                                   404 Not Found
+//	POST of initialize inside a session                 400 Bad Request
+//	POST of a request whose id is open in the session   409 Conflict
+//	GET without Accept: text/event-stream               406 Not Acceptable
+//	GET while the session has a stream open             409 Conflict
+//	the session's relay ended (bank server gone)        502 Bad Gateway
+//
+// A POSTed request is answered with 200 and its JSON-RPC answer as
+// application/json, including the gate's denials (a JSON-RPC error naming
+// the rule and the receipt); a POSTed notification or answer with 202 and
+// no body. The answer to initialize carries the new session's
+// Mcp-Session-Id (128 random bits, hex). GET opens the session's
+// notification stream (text/event-stream; each message one "message"
+// event): the bank server's notifications and requests relayed by the
+// gate. Up to 64 wait while no stream is open; later ones are dropped.
+// DELETE ends the session (204): its relay drains and closes the bank
+// server's session.
+//
+// A session without a POST for Config.IdleTimeout is closed as by DELETE.
+//
+// # Tokens file
+//
+// One agent a line, "AGENT TOKEN"; # starts a comment line. The file must
+// have mode 0600. For example:
+//
+//	# agents of the treasury team
+//	reconciler 6f1d0c3a9b2e4f7a8c5d1e0b3a6f9c2d4e7b0a3c6f9d2e5b8a1c4f7e0d3b6a9c
+//	reporting  0e5c8b1a4d7f0c3e6b9a2d5f8c1e4b7a0d3f6c9b2e5a8d1c4f7b0e3a6d9c2f5b
+//
+// AGENT names the agent's signing key directory and receipts directory, so
+// that each agent's receipts form their own chain under their own key.
+package httpserve

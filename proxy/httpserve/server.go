@@ -1,0 +1,329 @@
+package httpserve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
+	"github.com/bankdoor/bankdoor/proxy"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxBody     = proxy.DefaultMaxFrame
+	DefaultIdleTimeout = 10 * time.Minute
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Tokens Tokens
+	// Origins are the accepted values of the Origin header (DNS-rebinding
+	// protection); a request without one (not from a browser) is accepted.
+	Origins     []string
+	MaxBody     int64         // largest POST body; 0 means DefaultMaxBody
+	IdleTimeout time.Duration // a session without a POST this long is closed; 0 means DefaultIdleTimeout
+	// Start runs one session for agent on side, normally a proxy.Relay
+	// with its own downstream session, until side reports io.EOF.
+	Start  func(ctx context.Context, agent string, side proxy.AgentSide) error
+	Logger *slog.Logger
+}
+
+// Server serves agents over MCP streamable HTTP (see the package doc).
+type Server struct {
+	cfg    Config
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // sessions' relays and the janitor
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// New returns a server; Close stops it.
+func New(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, sessions: make(map[string]*session)}
+	s.wg.Add(1)
+	go s.janitor()
+	return s
+}
+
+// Close ends every session (each relay drains and closes its downstream)
+// and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		ss.close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// janitor closes sessions idle for longer than IdleTimeout.
+func (s *Server) janitor() {
+	defer s.wg.Done()
+	tick := time.NewTicker(max(s.cfg.IdleTimeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			for id, ss := range s.sessions {
+				if now.Sub(ss.idleSince()) > s.cfg.IdleTimeout {
+					s.cfg.Logger.Info("closing an idle session", "agent", ss.agent, "session", id)
+					ss.close()
+					delete(s.sessions, id)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// httpError is a refusal with its status.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func refuse(w http.ResponseWriter, e *httpError) {
+	if e.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="bankdoor"`)
+	}
+	http.Error(w, "bankdoor: "+e.msg, e.status)
+}
+
+// ServeHTTP checks the Origin and the bearer token before anything else,
+// then serves POST (messages), GET (the notification stream) and DELETE
+// (end of session).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.cfg.Origins, o) {
+		refuse(w, &httpError{http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); allowed: %s", o, strings.Join(s.cfg.Origins, ", "))})
+		return
+	}
+	agent, herr := s.authenticate(r)
+	if herr != nil {
+		refuse(w, herr)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		herr = s.post(w, r, agent)
+	case http.MethodGet:
+		herr = s.get(w, r, agent)
+	case http.MethodDelete:
+		var ss *session
+		if ss, herr = s.lookup(r, agent); herr == nil {
+			s.end(ss)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		herr = &httpError{http.StatusMethodNotAllowed, "method " + r.Method + " is not served; use POST, GET or DELETE"}
+	}
+	if herr != nil {
+		refuse(w, herr)
+	}
+}
+
+func (s *Server) authenticate(r *http.Request) (string, *httpError) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return "", &httpError{http.StatusUnauthorized, "missing bearer token; send Authorization: Bearer TOKEN"}
+	}
+	agent, ok := s.cfg.Tokens.Agent(token)
+	if !ok {
+		return "", &httpError{http.StatusUnauthorized, "unknown bearer token"}
+	}
+	return agent, nil
+}
+
+// lookup returns the session named by the Mcp-Session-Id header. A session
+// of another agent is unknown to this one.
+func (s *Server) lookup(r *http.Request, agent string) (*session, *httpError) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return nil, &httpError{http.StatusBadRequest, "missing Mcp-Session-Id header; start a session with initialize"}
+	}
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil || ss.agent != agent {
+		return nil, &httpError{http.StatusNotFound, "unknown session id (ended, idle too long, or never started); start a new session with initialize"}
+	}
+	return ss, nil
+}
+
+// end closes a session and forgets it.
+func (s *Server) end(ss *session) {
+	ss.close()
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+}
+
+// readMessage reads and splits a POST body: one JSON-RPC message.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, jsonobj.Object, *httpError) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, nil, &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", r.Header.Get("Content-Type"))}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body is longer than %d bytes", s.cfg.MaxBody)}
+	}
+	if err != nil {
+		return nil, nil, &httpError{http.StatusBadRequest, "reading the body: " + err.Error()}
+	}
+	obj, err := jsonobj.ParseLenient(body)
+	if err != nil {
+		return nil, nil, &httpError{http.StatusBadRequest, "body is not one JSON-RPC message (a JSON object; batches are not accepted): " + err.Error()}
+	}
+	return body, obj, nil
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *httpError {
+	body, obj, herr := s.readMessage(w, r)
+	if herr != nil {
+		return herr
+	}
+	method, _ := jsonobj.String(obj.Get("method"))
+	id := obj.Get("id")
+	var ss *session
+	if r.Header.Get("Mcp-Session-Id") == "" && method == "initialize" && id != nil {
+		ss = s.open(agent)
+		w.Header().Set("Mcp-Session-Id", ss.id)
+	} else if ss, herr = s.lookup(r, agent); herr != nil {
+		return herr
+	} else if method == "initialize" {
+		return &httpError{http.StatusBadRequest, "this session is already initialized; start a new one without Mcp-Session-Id"}
+	}
+	ss.touch(time.Now())
+	if method == "" || id == nil { // a notification or an answer: nothing comes back
+		if !ss.send(inFrame{msg: body}) {
+			return ended(ss)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return s.call(w, r, ss, inFrame{msg: body, key: string(id)})
+}
+
+// call relays a request and writes its answer.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inFrame) *httpError {
+	answer, ok := ss.await(f.key)
+	if !ok {
+		return &httpError{http.StatusConflict, fmt.Sprintf("request id %s is already in use by an open request of this session", f.key)}
+	}
+	defer ss.forget(f.key)
+	if !ss.send(f) {
+		return ended(ss)
+	}
+	select {
+	case msg := <-answer:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(msg)
+		return nil
+	case <-ss.done:
+		return ended(ss)
+	case <-r.Context().Done():
+		return nil
+	}
+}
+
+func ended(ss *session) *httpError {
+	select {
+	case <-ss.done:
+		if ss.err != nil {
+			return &httpError{http.StatusBadGateway, "the session ended: " + ss.err.Error()}
+		}
+	default:
+	}
+	return &httpError{http.StatusNotFound, "the session ended; start a new one with initialize"}
+}
+
+// open starts a session for agent: a fresh id and its relay.
+func (s *Server) open(agent string) *session {
+	var b [16]byte
+	rand.Read(b[:])
+	ss := newSession(hex.EncodeToString(b[:]), agent, time.Now())
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.cfg.Start(s.ctx, agent, ss)
+		if err != nil {
+			s.cfg.Logger.Error("session ended", "agent", agent, "session", ss.id, "err", err)
+		}
+		ss.finish(err)
+		s.end(ss)
+	}()
+	s.cfg.Logger.Info("session started", "agent", agent, "session", ss.id)
+	return ss
+}
+
+// get serves the session's notification stream as text/event-stream.
+func (s *Server) get(w http.ResponseWriter, r *http.Request, agent string) *httpError {
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return &httpError{http.StatusNotAcceptable, "GET serves the notification stream: send Accept: text/event-stream"}
+	}
+	ss, herr := s.lookup(r, agent)
+	if herr != nil {
+		return herr
+	}
+	ss.mu.Lock()
+	busy := ss.streaming
+	ss.streaming = true
+	ss.mu.Unlock()
+	if busy {
+		return &httpError{http.StatusConflict, "this session already has a notification stream open"}
+	}
+	defer func() { ss.mu.Lock(); ss.streaming = false; ss.mu.Unlock() }()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flush(w)
+	for {
+		select {
+		case msg := <-ss.stream:
+			// A raw result may hold newlines; each line is its own data field.
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", bytes.ReplaceAll(msg, []byte("\n"), []byte("\ndata: ")))
+			flush(w)
+		case <-ss.closing:
+			return nil
+		case <-ss.done:
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+func flush(w http.ResponseWriter) { http.NewResponseController(w).Flush() }

@@ -1,0 +1,145 @@
+package httpserve
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
+)
+
+// streamBuffer is how many messages for the agent's notification stream
+// wait while no GET stream is open; more are dropped (the relay re-checks
+// pins itself, so a lost notification costs the agent freshness only).
+const streamBuffer = 64
+
+// inFrame is one agent message and the key of its id ("" if none).
+type inFrame struct {
+	msg []byte
+	key string
+}
+
+// session is one agent session: the proxy.AgentSide its relay runs on,
+// fed by POSTs and drained into their answers and the GET stream.
+type session struct {
+	id, agent string
+
+	in        chan inFrame
+	closing   chan struct{} // closed by close: the agent is done
+	closeOnce sync.Once
+	done      chan struct{} // closed when the relay has returned
+	err       error         // why the relay returned; read after done
+
+	mu        sync.Mutex
+	waiters   map[string]chan []byte // answers awaited by POSTs, by id key
+	current   string                 // id key of the frame the relay handles now
+	stream    chan []byte            // messages for the GET stream
+	streaming bool                   // a GET stream is open
+	lastSeen  time.Time
+}
+
+func newSession(id, agent string, now time.Time) *session {
+	return &session{id: id, agent: agent, in: make(chan inFrame), closing: make(chan struct{}),
+		done: make(chan struct{}), waiters: make(map[string]chan []byte),
+		stream: make(chan []byte, streamBuffer), lastSeen: now}
+}
+
+// ReadFrame implements proxy.AgentSide.
+func (s *session) ReadFrame() ([]byte, error) {
+	select {
+	case f := <-s.in:
+		s.mu.Lock()
+		s.current = f.key
+		s.mu.Unlock()
+		return f.msg, nil
+	case <-s.closing:
+		return nil, io.EOF
+	}
+}
+
+// WriteFrame implements proxy.AgentSide: an answer goes to the POST that
+// awaits it (an answer with a null id to the frame being handled, which is
+// the one the relay could not read an id from), anything else to the GET
+// stream.
+func (s *session) WriteFrame(msg []byte) error {
+	msg = append([]byte(nil), msg...)
+	if key, ok := answerKey(msg); ok {
+		s.mu.Lock()
+		if key == "null" {
+			key = s.current
+		}
+		w := s.waiters[key]
+		delete(s.waiters, key)
+		s.mu.Unlock()
+		if w != nil {
+			w <- msg
+			return nil
+		}
+	}
+	select {
+	case s.stream <- msg:
+	default:
+	}
+	return nil
+}
+
+// answerKey returns the id key of a response; ok is false for requests
+// and notifications.
+func answerKey(msg []byte) (string, bool) {
+	obj, err := jsonobj.ParseLenient(msg)
+	if err != nil || obj.Get("method") != nil || obj.Get("id") == nil {
+		return "", false
+	}
+	return string(obj.Get("id")), true
+}
+
+// await registers a POST waiting for the answer to id key; false if a
+// request with that id is already open.
+func (s *session) await(key string) (chan []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.waiters[key]; busy {
+		return nil, false
+	}
+	c := make(chan []byte, 1)
+	s.waiters[key] = c
+	return c, true
+}
+
+func (s *session) forget(key string) {
+	s.mu.Lock()
+	delete(s.waiters, key)
+	s.mu.Unlock()
+}
+
+// send hands a frame to the relay; false if the session is over.
+func (s *session) send(f inFrame) bool {
+	select {
+	case s.in <- f:
+		return true
+	case <-s.closing:
+	case <-s.done:
+	}
+	return false
+}
+
+func (s *session) touch(now time.Time) {
+	s.mu.Lock()
+	s.lastSeen = now
+	s.mu.Unlock()
+}
+
+func (s *session) idleSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeen
+}
+
+// close tells the relay the agent is done; the relay then drains and returns.
+func (s *session) close() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// finish records that the relay returned.
+func (s *session) finish(err error) {
+	s.err = err
+	close(s.done)
+}
