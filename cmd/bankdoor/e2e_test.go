@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -46,6 +47,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer anchortest.RemoveOmniwitness() // built by the anchoring tests, if they ran
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	built.bankdoor, built.bankServer, err = mcptest.Build(ctx, dir)

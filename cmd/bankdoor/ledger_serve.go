@@ -113,6 +113,9 @@ func (f *serveFlags) loadWitnesses(c *serveConfig) error {
 	if c.accepted, err = f.witnesses.verifiers(); err != nil {
 		return err
 	}
+	if err := rpc.UniqueWitnesses(c.accepted); err != nil {
+		return fmt.Errorf("--witness-key: %w", err)
+	}
 	if len(f.witnesses.urls) == 0 {
 		return nil
 	}

@@ -40,6 +40,16 @@ func (s *Service) Cosign(logKey note.Verifier, witnesses []note.Verifier) error 
 	if _, _, err := cosignature.Open(s.log.Checkpoint(), logKey); err != nil {
 		return fmt.Errorf("log key %s+%08x: %w", logKey.Name(), logKey.KeyHash(), err)
 	}
+	if err := UniqueWitnesses(witnesses); err != nil {
+		return err
+	}
+	s.cosign = &cosigning{logKey: logKey, witnesses: witnesses, store: s.log.CosignatureStore()}
+	return nil
+}
+
+// UniqueWitnesses refuses two witness keys with the same name: a
+// cosignature is stored under its key's name.
+func UniqueWitnesses(witnesses []note.Verifier) error {
 	seen := make(map[string]bool)
 	for _, w := range witnesses {
 		if seen[w.Name()] {
@@ -47,7 +57,6 @@ func (s *Service) Cosign(logKey note.Verifier, witnesses []note.Verifier) error 
 		}
 		seen[w.Name()] = true
 	}
-	s.cosign = &cosigning{logKey: logKey, witnesses: witnesses, store: s.log.CosignatureStore()}
 	return nil
 }
 
