@@ -17,7 +17,7 @@ import (
 	"github.com/bankdoor/bankdoor/internal/report"
 )
 
-const reportSynopsis = `report [--quick|--full] [--out DIR] [--readme FILE] [--fixture BIN] [--policy P] [--work DIR]
+const reportSynopsis = `report [--quick|--full] [--out DIR] [--readme FILE] [--fixture BIN] [--policy P] [--witness BIN] [--work DIR]
 
 Runs the attack catalogue through this binary's proxy and straight to the
 fixture bank, times tools/call direct and proxied, measures the ledger and
@@ -25,13 +25,16 @@ offline verification, and writes DIR/bankdoor.md, DIR/bankdoor.json and
 DIR/latency.svg; it rewrites the <!-- report:begin --> block of the README.
 No network; fresh keys in a temporary directory. Run it from the module
 root (go run ./cmd/bankdoor report): without --fixture it builds
-./fixtures/bank-server with the go command into the working directory.
+./fixtures/bank-server with the go command into the working directory,
+and (except with --quick) the omniwitness that go.mod pins as a tool,
+from the module cache; if that fails, anchoring is "not measured".
 Exit status 1 if any claim failed.`
 
 // reportFlags are the flags of bankdoor report.
 type reportFlags struct {
 	quick, full                        bool
 	out, readme, fixture, policy, work string
+	witness                            string
 }
 
 func cmdReport(e *env, args []string) int {
@@ -43,6 +46,7 @@ func cmdReport(e *env, args []string) int {
 	fs.StringVar(&f.readme, "readme", "README.md", "README whose report block is rewritten; skipped if the file does not exist")
 	fs.StringVar(&f.fixture, "fixture", "", "fixture bank binary (default: go build ./fixtures/bank-server of the current module)")
 	fs.StringVar(&f.policy, "policy", "", "policy for the fixture (default: policies/bankdoor.yaml of the current module); it is copied and pinned, never changed")
+	fs.StringVar(&f.witness, "witness", "", "omniwitness binary for the anchoring figures (default: go build it, except with --quick)")
 	fs.StringVar(&f.work, "work", "", "working directory, kept afterwards (default: a temporary directory, removed)")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
@@ -74,7 +78,7 @@ func runReport(ctx context.Context, e *env, f reportFlags) error {
 	if err != nil {
 		return err
 	}
-	r, err := report.Run(ctx, report.SettingsFor(mode), b, root)
+	r, err := report.Run(ctx, report.SettingsFor(mode), b, root, reportWitness(ctx, e, f, root, work))
 	if err != nil {
 		return err
 	}
@@ -140,6 +144,35 @@ func reportBench(ctx context.Context, e *env, f reportFlags, work string) (*repo
 		return nil, "", err
 	}
 	return b, root, nil
+}
+
+// omniwitnessPkg is the witness the anchor is tested against, at the
+// version go.mod pins with its tool directive.
+const omniwitnessPkg = "github.com/transparency-dev/witness/cmd/omniwitness"
+
+// reportWitness returns --witness, or builds omniwitness into work, or
+// says why anchoring is not measured.
+func reportWitness(ctx context.Context, e *env, f reportFlags, root, work string) report.Witness {
+	switch {
+	case f.witness != "":
+		return report.Witness{Bin: f.witness}
+	case f.quick:
+		return report.Witness{Skipped: "--quick does not build the omniwitness (tens of seconds on a cold build cache); pass --witness BIN"}
+	case root == "":
+		return report.Witness{Skipped: "no --witness given and not run inside the bankdoor module, so omniwitness cannot be built"}
+	}
+	fmt.Fprintf(e.stderr, "report: building %s (offline, from the module cache)\n", omniwitnessPkg)
+	bin := filepath.Join(work, "omniwitness")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, omniwitnessPkg)
+	cmd.Dir = root
+	// Its SQLite is modernc.org/sqlite, pure Go; GOPROXY=off keeps the
+	// build offline: it uses the module cache or fails.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOPROXY=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return report.Witness{Skipped: fmt.Sprintf("go build %s failed offline (%v: %s)", omniwitnessPkg, err, first)}
+	}
+	return report.Witness{Bin: bin}
 }
 
 // pinnedCopy copies the policy into work and pins it against the

@@ -90,6 +90,7 @@ type benchLog struct {
 	*ledger.Log
 	keys     *agentKeys
 	verifier note.Verifier
+	vkey     string // the verifier key, as text
 }
 
 // openLog opens a new log in dir/name.db with a fresh note key.
@@ -106,7 +107,7 @@ func openLog(dir, name string, maxBatch int) (*benchLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	bl := &benchLog{keys: &agentKeys{}, verifier: v}
+	bl := &benchLog{keys: &agentKeys{}, verifier: v, vkey: vkey}
 	bl.Log, err = ledger.Open(filepath.Join(dir, name+".db"), ledger.Options{Origin: reportOrigin, Signer: s, Agents: bl.keys, MaxBatch: maxBatch})
 	if err != nil {
 		return nil, fmt.Errorf("opening the report's ledger %s: %w", name, err)

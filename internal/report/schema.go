@@ -55,6 +55,7 @@ type Settings struct {
 	Proofs      int      `json:"proofs"`              // proofs timed per size
 	VerifyFiles int      `json:"verify_receipts"`     // receipts in the offline verification run
 	Anchor      bool     `json:"anchor"`              // whether anchoring was attempted
+	Anchors     int      `json:"anchors"`             // checkpoints anchored, if it was
 }
 
 // AttackRow is one attack sent through the proxy. It held if ActualRule
