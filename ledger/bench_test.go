@@ -214,7 +214,7 @@ func BenchmarkCheckpointLatency(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				lat[w] = append(lat[w], seen.wait(idx[0]+1).Sub(start))
+				lat[w] = append(lat[w], seen.Wait(idx[0]+1).Sub(start))
 			}
 		})
 	}
@@ -223,19 +223,10 @@ func BenchmarkCheckpointLatency(b *testing.B) {
 	reportPercentiles(b, slices.Concat(lat...), "ms", time.Millisecond)
 }
 
-// sizeClock records when Watch first showed each checkpoint size.
-type sizeClock struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	at   []struct {
-		size uint64
-		t    time.Time
-	}
-}
-
-func watchSizes(b *testing.B, tl *testLog) *sizeClock {
-	c := &sizeClock{}
-	c.cond = sync.NewCond(&c.mu)
+// watchSizes records on a clock when Watch first showed each checkpoint
+// size.
+func watchSizes(b *testing.B, tl *testLog) *perf.SizeClock {
+	c := perf.NewSizeClock()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	w := tl.Watch(ctx)
@@ -246,30 +237,10 @@ func watchSizes(b *testing.B, tl *testLog) *sizeClock {
 			if err != nil {
 				panic(err)
 			}
-			c.mu.Lock()
-			c.at = append(c.at, struct {
-				size uint64
-				t    time.Time
-			}{cp.Size, now})
-			c.cond.Broadcast()
-			c.mu.Unlock()
+			c.Saw(cp.Size, now)
 		}
 	}()
 	return c
-}
-
-// wait returns when a checkpoint of at least size was first seen.
-func (c *sizeClock) wait(size uint64) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		for _, e := range c.at {
-			if e.size >= size {
-				return e.t
-			}
-		}
-		c.cond.Wait()
-	}
 }
 
 // BenchmarkHeap appends receipts from 64 concurrent appenders to a log of

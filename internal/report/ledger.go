@@ -104,7 +104,7 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 					errs <- err
 					return
 				}
-				lat[w] = append(lat[w], clock.wait(idx[0]+1).Sub(start))
+				lat[w] = append(lat[w], clock.Wait(idx[0]+1).Sub(start))
 			}
 		})
 	}
@@ -121,50 +121,20 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 		Status: StatusMeasured, Unit: "ms", N: len(all), Dist: Distribution(all, time.Millisecond)}, nil
 }
 
-// sizeClock records when Watch first showed each checkpoint size.
-type sizeClock struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	seen []struct {
-		size uint64
-		t    time.Time
-	}
-}
-
-func watchSizes(ctx context.Context, bl *benchLog) *sizeClock {
-	c := &sizeClock{}
-	c.cond = sync.NewCond(&c.mu)
+// watchSizes records on a clock when the log's Watch first showed each
+// checkpoint size; it stops with ctx.
+func watchSizes(ctx context.Context, bl *benchLog) *perf.SizeClock {
+	c := perf.NewSizeClock()
 	w := bl.Watch(ctx)
 	go func() {
 		for n := range w {
 			now := time.Now()
-			cp, _, _, err := log.ParseCheckpoint(n, reportOrigin, bl.verifier)
-			c.mu.Lock()
-			if err == nil {
-				c.seen = append(c.seen, struct {
-					size uint64
-					t    time.Time
-				}{cp.Size, now})
+			if cp, _, _, err := log.ParseCheckpoint(n, reportOrigin, bl.verifier); err == nil {
+				c.Saw(cp.Size, now)
 			}
-			c.cond.Broadcast()
-			c.mu.Unlock()
 		}
 	}()
 	return c
-}
-
-// wait returns when a checkpoint of at least size was first seen.
-func (c *sizeClock) wait(size uint64) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		for _, e := range c.seen {
-			if e.size >= size {
-				return e.t
-			}
-		}
-		c.cond.Wait()
-	}
 }
 
 // Proofs grows one log to each of sizes in turn (two agents appending

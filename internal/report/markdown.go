@@ -128,17 +128,17 @@ func measurementsTable(b *strings.Builder, ms []Measurement, section string) {
 	b.WriteString("\n")
 }
 
-// num formats a figure with three significant digits and its unit.
+// num formats a figure and its unit: two decimals below 10, one below
+// 100, none from 100 up.
 func num(v float64, unit string) string {
-	s := strconv.FormatFloat(v, 'f', -1, 64)
+	decimals := 2
 	switch {
 	case v >= 100:
-		s = strconv.FormatFloat(v, 'f', 0, 64)
+		decimals = 0
 	case v >= 10:
-		s = strconv.FormatFloat(v, 'f', 1, 64)
-	default:
-		s = strconv.FormatFloat(v, 'f', 2, 64)
+		decimals = 1
 	}
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
 	if unit == "" || unit == "x" {
 		return s + unit
 	}
