@@ -17,62 +17,11 @@ import (
 	"github.com/bankdoor/bankdoor/anchor"
 )
 
-// MemStore is an in-memory anchor.CosignatureStore.
-type MemStore struct {
-	mu     sync.Mutex
-	sigs   map[key][]byte
-	latest map[string]uint64
-}
-
-type key struct {
-	witness string
-	size    uint64
-}
+// MemStore is anchor.MemStore, the in-memory store the anchor's own tests use.
+type MemStore = anchor.MemStore
 
 // NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore {
-	return &MemStore{sigs: make(map[key][]byte), latest: make(map[string]uint64)}
-}
-
-// Put implements anchor.CosignatureStore.
-func (m *MemStore) Put(witness string, size uint64, cosignature []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sigs[key{witness, size}] = bytes.Clone(cosignature)
-	if old, ok := m.latest[witness]; !ok || size > old {
-		m.latest[witness] = size
-	}
-	return nil
-}
-
-// Get implements anchor.CosignatureStore.
-func (m *MemStore) Get(witness string, size uint64) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.sigs[key{witness, size}]
-	return bytes.Clone(c), ok, nil
-}
-
-// Latest implements anchor.CosignatureStore.
-func (m *MemStore) Latest(witness string) (uint64, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.latest[witness]
-	return s, ok, nil
-}
-
-// Cosignatures implements anchor.CosignatureStore.
-func (m *MemStore) Cosignatures(size uint64) ([][]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out [][]byte
-	for k, c := range m.sigs {
-		if k.size == size {
-			out = append(out, bytes.Clone(c))
-		}
-	}
-	return out, nil
-}
+func NewMemStore() *MemStore { return anchor.NewMemStore() }
 
 // TestCosignatureStore checks the anchor.CosignatureStore contract on the
 // stores newStore returns; each call must return an empty store.

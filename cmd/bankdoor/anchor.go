@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -138,7 +137,7 @@ func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logge
 		return nil, err
 	}
 	r := &remoteAnchor{client: client, logKey: lk, logger: logger, wake: make(chan []byte, 1)}
-	r.store = &remoteStore{client: client, latest: map[string]uint64{}, sigs: map[witnessSize][]byte{}}
+	r.store = &remoteStore{MemStore: anchor.NewMemStore(), client: client}
 	r.anchorer, err = anchor.New(anchor.Options{Log: r, LogKey: lk, Store: r.store, Witnesses: witnesses, RetryInterval: anchorRetry, Logger: logger})
 	if err != nil {
 		return nil, err
@@ -244,19 +243,13 @@ func (r *remoteAnchor) ConsistencyProof(from, to uint64) ([][]byte, error) {
 
 // remoteStore is the anchor.CosignatureStore of a remote anchor: Put
 // hands the cosignature to the ledger (AddCosignature), which verifies
-// and keeps it; what was put is remembered for this process's life, so
-// that a checkpoint is not sent twice to a witness. After a restart the
-// first request to each witness learns its size from a 409 answer.
+// and keeps it; the embedded MemStore remembers what was put for this
+// process's life, so that a checkpoint is not sent twice to a witness.
+// After a restart the first request to each witness learns its size from
+// a 409 answer.
 type remoteStore struct {
+	*anchor.MemStore
 	client ledgerv1connect.LedgerServiceClient
-	mu     sync.Mutex
-	latest map[string]uint64
-	sigs   map[witnessSize][]byte
-}
-
-type witnessSize struct {
-	witness string
-	size    uint64
 }
 
 // Put implements anchor.CosignatureStore.
@@ -267,40 +260,5 @@ func (s *remoteStore) Put(witness string, size uint64, lines []byte) error {
 	if err != nil {
 		return fmt.Errorf("handing %s's cosignature of size %d to the ledger: %w", witness, size, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sigs[witnessSize{witness, size}] = slices.Clone(lines)
-	if old, ok := s.latest[witness]; !ok || size > old {
-		s.latest[witness] = size
-	}
-	return nil
-}
-
-// Get implements anchor.CosignatureStore.
-func (s *remoteStore) Get(witness string, size uint64) ([]byte, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.sigs[witnessSize{witness, size}]
-	return slices.Clone(c), ok, nil
-}
-
-// Latest implements anchor.CosignatureStore.
-func (s *remoteStore) Latest(witness string) (uint64, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, ok := s.latest[witness]
-	return n, ok, nil
-}
-
-// Cosignatures implements anchor.CosignatureStore.
-func (s *remoteStore) Cosignatures(size uint64) ([][]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out [][]byte
-	for k, c := range s.sigs {
-		if k.size == size {
-			out = append(out, slices.Clone(c))
-		}
-	}
-	return out, nil
+	return s.MemStore.Put(witness, size, lines)
 }
