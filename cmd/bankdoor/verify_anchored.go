@@ -87,7 +87,7 @@ func proofKind(rep *verifier.AnchoredReport) string {
 	if rep.Bundle {
 		return "every receipt's inclusion proof verifies, and the tail holds no later receipt of the agent"
 	}
-	return "the receipts' RFC 6962 root is the checkpoint's (a log of this agent only)"
+	return "the RFC 6962 root of the receipts is the checkpoint's (a log of this agent's receipts only)"
 }
 
 func cosigners(v *cosignature.Verified) string {

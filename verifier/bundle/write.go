@@ -41,14 +41,18 @@ func Write(dir string, b *Bundle, receipts [][]byte) (err error) {
 	if err := writeAll(tmp, b, receipts); err != nil {
 		return err
 	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("bundle: --out %s: %w", dir, err) // not empty after all
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("bundle: rename %s to %s: %w", tmp, dir, err)
 	}
 	return syncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
-// checkTarget accepts a dir that does not exist or is an empty directory
-// (rename replaces an empty directory).
+// checkTarget accepts a dir that does not exist or is an empty directory,
+// which Write removes (os.Remove refuses a directory that is not empty)
+// just before its rename.
 func checkTarget(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
