@@ -71,6 +71,12 @@ func StartOmniwitness(dir, name, logVKey string) (*Omniwitness, error) {
 	if err != nil {
 		return nil, err
 	}
+	return RunOmniwitness(bin, dir, name, logVKey)
+}
+
+// RunOmniwitness is StartOmniwitness with an omniwitness binary already
+// built (bankdoor report builds its own, offline, or takes --witness).
+func RunOmniwitness(bin, dir, name, logVKey string) (*Omniwitness, error) {
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/internal/report"
@@ -20,8 +21,9 @@ import (
 // checks what it wrote: the JSON parses strictly as the v1 schema, every
 // attack was blocked with its rule without reaching the bank or moving
 // money, every control moved money, no attack argument value is in any
-// receipt, the claims recompute from the rows and none failed, and the
-// README block is rewritten between its markers only.
+// receipt, checkpoints were cosigned by the real omniwitness, the claims
+// recompute from the rows and none failed, and the README block is
+// rewritten between its markers only.
 func TestReportQuick(t *testing.T) {
 	dir := t.TempDir()
 	out, work := filepath.Join(dir, "out"), filepath.Join(dir, "work")
@@ -34,8 +36,12 @@ func TestReportQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	witness, err := anchortest.BuildOmniwitness() // shared with the anchoring tests
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(built.bankdoor, "report", "--quick", "--out", out, "--work", work, "--readme", readme,
-		"--fixture", built.bankServer, "--policy", policy)
+		"--fixture", built.bankServer, "--policy", policy, "--witness", witness)
 	cmd.Dir = dir
 	cmd.Env = mcptest.Env()
 	var stderr bytes.Buffer
@@ -58,7 +64,7 @@ func TestReportQuick(t *testing.T) {
 			t.Errorf("claim %s: %s (%s)", c.ID, c.Status, c.Figure)
 		}
 	}
-	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n"} {
+	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n", "witness-anchoring"} {
 		if c := claim(r, id); c.Status != report.StatusHeld {
 			t.Errorf("claim %s is %q, want held", id, c.Status)
 		}

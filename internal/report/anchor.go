@@ -1,21 +1,13 @@
 package report
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
-
-	fnote "github.com/transparency-dev/formats/note"
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/anchortest"
@@ -39,16 +31,16 @@ func (lb *LedgerBench) Anchoring(ctx context.Context, omniwitness string, n int)
 		return Measurement{}, err
 	}
 	defer bl.Close()
-	wskey, wvkey, err := witnessKey()
+	dir := filepath.Join(lb.Dir, "witness")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Measurement{}, err
+	}
+	w, err := anchortest.RunOmniwitness(omniwitness, dir, witnessName, bl.vkey)
 	if err != nil {
 		return Measurement{}, err
 	}
-	url, stop, err := startOmniwitness(ctx, omniwitness, filepath.Join(lb.Dir, "witness"), wskey, bl.vkey)
-	if err != nil {
-		return Measurement{}, err
-	}
-	defer stop()
-	lat, err := anchorEach(ctx, bl, url, wvkey, n, lb.Progress)
+	defer w.Stop()
+	lat, err := anchorEach(ctx, bl, w.URL, w.VKey, n, lb.Progress)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -61,7 +53,7 @@ func anchorEach(ctx context.Context, bl *benchLog, url, wvkey string, n int, pro
 	if err != nil {
 		return nil, err
 	}
-	store := anchortest.NewMemStore()
+	store := anchor.NewMemStore()
 	quiet := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	client.Logger = quiet
 	a, err := anchor.New(anchor.Options{Log: bl.Log, LogKey: bl.verifier, Store: store, Witnesses: []*tlogwitness.Client{client}, Logger: quiet})
@@ -100,65 +92,4 @@ func anchorEach(ctx context.Context, bl *benchLog, url, wvkey string, n int, pro
 		}
 	}
 	return lat, nil
-}
-
-// witnessKey returns a new Ed25519 note key for the witness and its
-// cosignature/v1 verifier key.
-func witnessKey() (skey, vkey string, err error) {
-	skey, vkey, err = note.GenerateKey(rand.Reader, witnessName)
-	if err != nil {
-		return "", "", err
-	}
-	vkey, err = fnote.VKeyToCosignatureV1(vkey)
-	return skey, vkey, err
-}
-
-// startOmniwitness runs omniwitness in dir, witnessing the log whose
-// verifier key is logVKey, and returns its URL once it listens.
-func startOmniwitness(ctx context.Context, bin, dir, skey, logVKey string) (string, func(), error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, err
-	}
-	origin, _, _ := strings.Cut(logVKey, "+")
-	logs := fmt.Sprintf("Logs:\n  - Origin: %q\n    PublicKey: %q\n", origin, logVKey)
-	if err := os.WriteFile(filepath.Join(dir, "witness.key"), []byte(skey), 0o600); err != nil {
-		return "", nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "logs.yaml"), []byte(logs), 0o600); err != nil {
-		return "", nil, err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--metrics_listen", "",
-		"--private_key_path", filepath.Join(dir, "witness.key"),
-		"--additional_logs", filepath.Join(dir, "logs.yaml"),
-		"--db_file", filepath.Join(dir, "witness.db"))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting omniwitness %s: %w", bin, err)
-	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return "http://" + addr, stop, nil
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("omniwitness did not listen on %s within 20s:\n%s", addr, out.String())
-		}
-	}
-}
-
-// freeAddr returns a 127.0.0.1 address whose port was free just now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
