@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...}")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT --agent-tokens FILE]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -33,6 +33,8 @@ func cmdProxy(e *env, args []string) int {
 	lf.register(fs)
 	var df downFlags
 	df.register(fs)
+	var sf listenFlags
+	sf.register(fs)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -49,6 +51,9 @@ func cmdProxy(e *env, args []string) int {
 	if err := lf.check(); err != nil {
 		return fail(e, exitUsage, "proxy: %v", err)
 	}
+	if err := sf.check(&lf); err != nil {
+		return fail(e, exitUsage, "proxy: %v", err)
+	}
 	p, err := policy.Load(*policyPath)
 	if err != nil {
 		return fail(e, exitUsage, "proxy: --policy: %v", err)
@@ -59,16 +64,20 @@ func cmdProxy(e *env, args []string) int {
 	for _, pr := range policy.Lint(p) {
 		fmt.Fprintf(e.stderr, "bankdoor proxy: warning: %s\n", pr)
 	}
-	rec, key, closeRec, err := openRecorder(e, p, *server, *receipts)
+	if sf.addr != "" {
+		return serveAgents(e, &agentsConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
+			logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv, serve: &sf})
+	}
+	keyDir, err := agentkey.Dir()
+	if err != nil {
+		return fail(e, exitFailure, "proxy: %v", err)
+	}
+	rec, key, closeRec, err := openRecorder(e, p, *server, keyDir, *receipts)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}
 	defer closeRec()
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})).With("bankdoor", "proxy")
+	logger := proxyLogger(e, *verbose)
 	ship, err := startShipping(e, &lf, *receipts, key, logger)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
@@ -92,13 +101,18 @@ func cmdProxy(e *env, args []string) int {
 	return exitOK
 }
 
-// openRecorder loads the signing key and opens the receipts directory, so
-// that a proxy that could not leave evidence never starts.
-func openRecorder(e *env, p *policy.Policy, server, dir string) (*proxy.ReceiptRecorder, ed25519.PrivateKey, func(), error) {
-	keyDir, err := agentkey.Dir()
-	if err != nil {
-		return nil, nil, nil, err
+// proxyLogger logs warnings and errors to stderr; with -v, decisions too.
+func proxyLogger(e *env, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
 	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})).With("bankdoor", "proxy")
+}
+
+// openRecorder loads the signing key in keyDir and opens the receipts
+// directory, so that a proxy that could not leave evidence never starts.
+func openRecorder(e *env, p *policy.Policy, server, keyDir, dir string) (*proxy.ReceiptRecorder, ed25519.PrivateKey, func(), error) {
 	key, err := loadOrCreateKey(e, keyDir)
 	if err != nil {
 		return nil, nil, nil, err
