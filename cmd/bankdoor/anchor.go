@@ -188,13 +188,15 @@ func (r *remoteAnchor) follow(ctx context.Context) {
 	wait := minWait
 	for ctx.Err() == nil {
 		got, err := r.watch(ctx)
-		if got {
-			wait = minWait
-		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.logger.Warn("watching the ledger's checkpoints failed; reconnecting", "err", err, "retry_in", wait)
+		if got { // a stream that worked ends at the call timeout: reconnect quietly
+			wait = minWait
+			r.logger.Debug("checkpoint stream ended; reconnecting", "err", err)
+		} else {
+			r.logger.Warn("watching the ledger's checkpoints failed; reconnecting", "err", err, "retry_in", wait)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):

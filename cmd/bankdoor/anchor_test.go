@@ -5,8 +5,11 @@ package main_test
 // go.mod pins), started by anchor/anchortest.
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,4 +204,33 @@ func startProcess(t *testing.T, args ...string) *ledgerServer {
 	})
 	go p.readStderr(pipe, make(chan string, 1))
 	return p
+}
+
+// TestAnchorCommandToken runs bankdoor anchor against a ledger that wants
+// a bearer token for every call (--auth-reads): the watch stream and
+// AddCosignature both carry it.
+func TestAnchorCommandToken(t *testing.T) {
+	w := newLedgerWorld(t)
+	wit := anchortest.NewOmniwitness(t, w.logVKey())
+	const token = "anchor-e2e-token-0123456789"
+	tokens := filepath.Join(w.dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newChainAgent(t, w)
+	srv := w.serve("--witness-key", wit.VKey, "--token-file", tokens, "--auth-reads")
+	t.Setenv("ANCHOR_TOKEN", token) // passed on by startProcess
+	anc := startProcess(t, "anchor", "--ledger", srv.url, "--ledger-token-env", "ANCHOR_TOKEN",
+		"--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
+	withToken := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set("Authorization", "Bearer "+token)
+			return next(ctx, req)
+		}
+	}))
+	c := ledgerv1connect.NewLedgerServiceClient(http.DefaultClient, srv.url, withToken)
+	if _, err := c.Append(t.Context(), appendRequest(a.receipts(t, 4)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitCosigned(t, c, newPolicy(t, w.logVKey(), wit.VKey), 4, func() string { return srv.output() + anc.output() })
 }
