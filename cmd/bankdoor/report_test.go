@@ -53,6 +53,9 @@ func TestReportQuick(t *testing.T) {
 		t.Errorf("no progress on stderr:\n%s", stderr.Bytes())
 	}
 	r := readReport(t, filepath.Join(out, "bankdoor.json"))
+	if r.Settings.Mode != "quick" {
+		t.Errorf("settings mode %q, want quick", r.Settings.Mode)
+	}
 	checkAttacks(t, r)
 	checkControls(t, r)
 	checkNoLeaks(t, r, filepath.Join(work, "attacks", "receipts"))
@@ -89,7 +92,7 @@ func readReport(t *testing.T, path string) *report.Report {
 	if r.Schema != report.Schema {
 		t.Errorf("schema %q, want %q", r.Schema, report.Schema)
 	}
-	if r.Settings.Mode != "quick" || r.Machine.Cores < 1 || r.Go == "" || r.Commit == "" || r.Date.IsZero() {
+	if r.Settings.Mode == "" || r.Machine.Cores < 1 || r.Go == "" || r.Commit == "" || r.Date.IsZero() {
 		t.Errorf("header incomplete: mode %q, machine %+v, go %q, commit %q, date %v", r.Settings.Mode, r.Machine, r.Go, r.Commit, r.Date)
 	}
 	for _, m := range r.Measurements {
@@ -203,4 +206,34 @@ func checkFiles(t *testing.T, r *report.Report, out, readme string) {
 		bytes.Contains(got, []byte("old figures")) || !bytes.Contains(got, []byte("reports/bankdoor.md#attacks")) {
 		t.Errorf("README block not rewritten as expected:\n%s", got)
 	}
+}
+
+// TestReportCommitted checks that the committed reports/bankdoor.md and
+// the README's Measured block are what bankdoor report renders from the
+// committed reports/bankdoor.json: no figure is edited by hand.
+func TestReportCommitted(t *testing.T) {
+	r := readReport(t, "../../reports/bankdoor.json")
+	if got, want := repoFile(t, "reports/bankdoor.md"), report.Markdown(r); got != want {
+		t.Errorf("reports/bankdoor.md is not report.Markdown(reports/bankdoor.json); regenerate with go run ./cmd/bankdoor report")
+	}
+	readme := repoFile(t, "README.md")
+	want, err := report.ReadmeBlock(readme, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readme != want {
+		t.Errorf("README.md's report block is not generated from reports/bankdoor.json; regenerate with go run ./cmd/bankdoor report")
+	}
+	for _, c := range report.Failed(r.Claims) {
+		t.Errorf("committed report: claim %s %s", c.ID, c.Status)
+	}
+}
+
+func repoFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

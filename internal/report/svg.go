@@ -33,7 +33,8 @@ func LatencySVG(title string, series []Series) string {
 	for i, s := range series {
 		colour := seriesColours[i%len(seriesColours)]
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", colour, cdfPoints(s.Samples, x, y))
-		ly := padT + 10 + 16*i
+		// The legend sits bottom right, where a CDF has already risen.
+		ly := chartH - padB - 16*(len(series)-i)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n",
 			chartW-padR-170, ly, chartW-padR-150, ly, colour, chartW-padR-145, ly+4, escape(s.Name))
 	}
@@ -75,8 +76,9 @@ func axes(b *strings.Builder, lo, hi float64, x, y func(float64) float64) {
 				x(us), y(0), x(us), y(1), x(us), y(0)+16, durationLabel(us))
 		}
 	}
-	for _, f := range []float64{0, 0.5, 0.95, 0.99, 1} {
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%g%%</text>`+"\n", padL-6, y(f)+4, f*100)
+	for _, f := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%g%%</text>`+"\n",
+			padL, y(f), chartW-padR, y(f), padL-6, y(f)+4, f*100)
 	}
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">latency of one tools/call (log scale)</text>`+"\n", (chartW+padL)/2, chartH-12)
 }
