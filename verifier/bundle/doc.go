@@ -61,6 +61,41 @@
 // checkpoint. A log that broke its own seq-order rule, signed by the log
 // key and cosigned, is shown by `bankdoor ledger fsck`, not by a bundle.
 //
+// # Example
+//
+// A log whose leaves are, in order, A1, B1, A2, B2 (receipts seq 1 and 2
+// of agents A and B), signed by the ledger package's example key, and
+// exported for A (key_id a18112b0b7b4225f). Example in example_test.go
+// makes it from fixed keys and checks every byte below. A's head is seq
+// 2 at leaf 2; range is the one hash of leaves 0..1; the tail is leaves 2
+// and 3, A2 then B2; witness.vkey is empty (no witness in the example).
+//
+//	-- bundle --
+//	bankdoor export v1
+//	key_id a18112b0b7b4225f
+//	size 4
+//	head 2 2
+//	range L1dblwjRLeWBSBzhzLFWB3fKFWoZrVpimP1kj91tTsA=
+//	-- proofs --
+//	1 0 qzTzSntI4GAy2m2uKBFaMZr1vp2Z8nWfvrxpWA3ZlSU= VURjN8C9Sgy2jMqhig1X9zXhQv0/iYoFJ4xZ5cVp5LM=
+//	2 2 c36ghI8jFWn6JASdrd4UWWYHeOAWBrFKVwr0fn+d0NY= L1dblwjRLeWBSBzhzLFWB3fKFWoZrVpimP1kj91tTsA=
+//	-- checkpoint --
+//	bank.example/ledger
+//	4
+//	kZUgG00GUqFg31KNNgmyee/l/2tHduJbeWDAZUSydwM=
+//
+//	— bank.example/ledger HiWmq30/0AClBPayAXkuJHF+faESmWL9EhaJDNggqh72sXId7YFzWBCqH5ITdrLjSnwg/juk78Bw+XqWdesS+jSxnAo=
+//	-- log.vkey --
+//	bank.example/ledger+1e25a6ab+AQOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4
+//	-- tail --
+//	leaf 2: {"arg_names":...} (549 bytes and a newline): key_id a18112b0b7b4225f, seq 2
+//	leaf 3: {"arg_names":...} (549 bytes and a newline): key_id 1ccc5644e1da30f8, seq 2
+//	the first is receipts/000002.json: true
+//
+// Each proofs line verifies with RFC 6962 against the checkpoint's root;
+// range, read backwards, then the leaf hashes of the two tail lines
+// (SHA-256 of 0x00 and the line without its newline), give the same root.
+//
 // # Finding the receipts
 //
 // [Export] walks the agent's chain backwards from its head, reading the
