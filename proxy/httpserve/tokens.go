@@ -44,6 +44,12 @@ func LoadTokens(path string) (Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseTokens(path, data)
+}
+
+// ParseTokens parses the contents of a tokens file (see LoadTokens); path
+// names it in errors.
+func ParseTokens(path string, data []byte) (Tokens, error) {
 	t := Tokens{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
