@@ -199,28 +199,19 @@ func BenchmarkCheckpointLatency(b *testing.B) {
 		work[i%agents] = append(work[i%agents], as[i%agents].next(b))
 	}
 	seen := watchSizes(b, tl)
-	lat := make([][]time.Duration, agents)
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	for w, rs := range work {
-		wg.Go(func() {
-			tick := time.NewTicker(time.Second * agents / rate)
-			defer tick.Stop()
-			for _, r := range rs {
-				<-tick.C
-				start := time.Now()
-				idx, err := tl.Append(context.Background(), [][]byte{r})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				lat[w] = append(lat[w], seen.Wait(idx[0]+1).Sub(start))
-			}
-		})
-	}
-	wg.Wait()
+	lat, err := perf.CoveringLatency(work, rate, func(r []byte) (uint64, error) {
+		idx, err := tl.Append(context.Background(), [][]byte{r})
+		if err != nil {
+			return 0, err
+		}
+		return idx[0], nil
+	}, seen)
 	b.StopTimer()
-	reportPercentiles(b, slices.Concat(lat...), "ms", time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportPercentiles(b, lat, "ms", time.Millisecond)
 }
 
 // watchSizes records on a clock when Watch first showed each checkpoint

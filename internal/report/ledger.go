@@ -45,13 +45,9 @@ func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch int) 
 	if err != nil {
 		return Measurement{}, err
 	}
-	work := make([][][]byte, appenders)
-	for i := range n {
-		r, err := as[i%appenders].next()
-		if err != nil {
-			return Measurement{}, err
-		}
-		work[i%appenders] = append(work[i%appenders], r)
+	work, err := signRoundRobin(as, n)
+	if err != nil {
+		return Measurement{}, err
 	}
 	d, err := bl.appendConcurrently(ctx, work)
 	if err != nil {
@@ -78,47 +74,38 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 	if err != nil {
 		return Measurement{}, err
 	}
-	work := make([][][]byte, agents)
-	for i := range n {
-		r, err := as[i%agents].next()
-		if err != nil {
-			return Measurement{}, err
-		}
-		work[i%agents] = append(work[i%agents], r)
+	work, err := signRoundRobin(as, n)
+	if err != nil {
+		return Measurement{}, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	clock := watchSizes(wctx, bl)
-	lat := make([][]time.Duration, agents)
-	errs := make(chan error, agents)
-	var wg sync.WaitGroup
-	for w, rs := range work {
-		wg.Go(func() {
-			tick := time.NewTicker(time.Second * agents / rate)
-			defer tick.Stop()
-			for _, r := range rs {
-				<-tick.C
-				start := time.Now()
-				idx, err := bl.Append(ctx, [][]byte{r})
-				if err != nil {
-					errs <- err
-					return
-				}
-				lat[w] = append(lat[w], clock.Wait(idx[0]+1).Sub(start))
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	all, err := perf.CoveringLatency(work, rate, func(r []byte) (uint64, error) {
+		idx, err := bl.Append(ctx, [][]byte{r})
+		if err != nil {
+			return 0, err
+		}
+		return idx[0], nil
+	}, watchSizes(wctx, bl))
+	if err != nil {
 		return Measurement{}, err
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
 	}
 	return Measurement{ID: "checkpoint-latency", Section: "ledger", What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s)",
 		Status: StatusMeasured, Unit: "ms", N: len(all), Dist: Distribution(all, time.Millisecond)}, nil
+}
+
+// signRoundRobin signs n receipts, the i-th by agent i mod len(as), and
+// returns each agent's receipts in chain order.
+func signRoundRobin(as []*agent, n int) ([][][]byte, error) {
+	work := make([][][]byte, len(as))
+	for i := range n {
+		r, err := as[i%len(as)].next()
+		if err != nil {
+			return nil, err
+		}
+		work[i%len(as)] = append(work[i%len(as)], r)
+	}
+	return work, nil
 }
 
 // watchSizes records on a clock when the log's Watch first showed each
