@@ -374,3 +374,42 @@ func dropLines(t *testing.T, dir, name string, drop func(string) bool) {
 	}
 	overwrite(t, path, []byte(strings.Join(kept, "")))
 }
+
+// The agent's head may be newer than the checkpoint being exported (the
+// ledger took more receipts since): the bundle covers what the
+// checkpoint covers, and verifies against it.
+func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
+	w, a := sharedLog(t, 4)
+	cp, size := w.cosigned(w.witnesses...), w.log.Size()
+	w.append(a.next(t, 3))
+	b, files, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.id(), cp, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Head.Seq != 4 || len(files) != 4 || b.Size != size {
+		t.Fatalf("export at size %d: head seq %d, %d files, size %d; want 4, 4, %d", size, b.Head.Seq, len(files), b.Size, size)
+	}
+	b.LogKey = w.logVKey
+	rep, err := anchored(t, w, a, writeBundle(t, b, files), cp)
+	if err != nil || rep.Covered != 4 {
+		t.Fatalf("verify: %v, %v; want 4 receipts covered", rep, err)
+	}
+}
+
+// A chain spread over more than one GetEntries page (1024 entries).
+func TestBundleAcrossPages(t *testing.T) {
+	a, b := newAgent(t), newAgent(t)
+	w := newAnchorWorld(t, a, b)
+	w.append(a.next(t, 3))
+	w.append(b.next(t, 1030))
+	w.append(a.next(t, 2))
+	w.append(b.next(t, 5))
+	dir, cp := w.export(a)
+	rep, err := anchored(t, w, a, dir, cp)
+	if err != nil || rep.Covered != 5 {
+		t.Fatalf("verify: %v, %v; want 5 receipts covered", rep, err)
+	}
+	removeSeqs(t, filepath.Join(dir, bundle.ReceiptsDir), 4, 5)
+	_, err = anchored(t, w, a, dir, cp)
+	wantMissing(t, err, []uint64{4, 5})
+}
