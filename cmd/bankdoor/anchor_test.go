@@ -58,6 +58,15 @@ func waitCosigned(t *testing.T, c ledgerv1connect.LedgerServiceClient, policy *c
 	return nil
 }
 
+// newAnchorWorld is a ledger world, a running omniwitness that knows its
+// log, and the policy that trusts that witness alone (quorum 1).
+func newAnchorWorld(t *testing.T) (*ledgerWorld, *anchortest.Omniwitness, *cosignature.Policy) {
+	t.Helper()
+	w := newLedgerWorld(t)
+	wit := anchortest.NewOmniwitness(t, w.logVKey())
+	return w, wit, newPolicy(t, w.logVKey(), wit.VKey)
+}
+
 func newPolicy(t *testing.T, logVKey string, witnessVKeys ...string) *cosignature.Policy {
 	t.Helper()
 	p, err := cosignature.NewPolicy(logVKey, witnessVKeys, len(witnessVKeys))
@@ -72,11 +81,8 @@ func newPolicy(t *testing.T, logVKey string, witnessVKeys ...string) *cosignatur
 // Connect JSON and gRPC, and the cosignatures are still served after a
 // restart without --witness (they are in the ledger's file).
 func TestLedgerServeWitness(t *testing.T) {
-	w := newLedgerWorld(t)
-	wit := anchortest.NewOmniwitness(t, w.logVKey())
-	policy := newPolicy(t, w.logVKey(), wit.VKey)
-	a := newChainAgent(t, w)
-	rs := a.receipts(t, 12)
+	w, wit, policy := newAnchorWorld(t)
+	rs := newChainAgent(t, w).receipts(t, 12)
 	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
 	for _, end := range []int{3, 4, 12} {
 		if _, err := srv.client().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
@@ -97,11 +103,8 @@ func TestLedgerServeWitness(t *testing.T) {
 // rollback once per checkpoint (no retry loop), serves no cosignature and
 // keeps serving.
 func TestLedgerServeWitnessRollback(t *testing.T) {
-	w := newLedgerWorld(t)
-	wit := anchortest.NewOmniwitness(t, w.logVKey())
-	policy := newPolicy(t, w.logVKey(), wit.VKey)
-	a := newChainAgent(t, w)
-	rs := a.receipts(t, 6)
+	w, wit, policy := newAnchorWorld(t)
+	rs := newChainAgent(t, w).receipts(t, 6)
 	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
 	if _, err := srv.client().Append(t.Context(), appendRequest(rs...)); err != nil {
 		t.Fatal(err)
@@ -134,9 +137,7 @@ func TestLedgerServeWitnessRollback(t *testing.T) {
 // receipts at the same address, and the anchor reports a possible
 // rollback.
 func TestAnchorCommand(t *testing.T) {
-	w := newLedgerWorld(t)
-	wit := anchortest.NewOmniwitness(t, w.logVKey())
-	policy := newPolicy(t, w.logVKey(), wit.VKey)
+	w, wit, policy := newAnchorWorld(t)
 	addr := freeAddr(t)
 	a := newChainAgent(t, w)
 	rs := a.receipts(t, 9)
@@ -210,8 +211,7 @@ func startProcess(t *testing.T, args ...string) *ledgerServer {
 // a bearer token for every call (--auth-reads): the watch stream and
 // AddCosignature both carry it.
 func TestAnchorCommandToken(t *testing.T) {
-	w := newLedgerWorld(t)
-	wit := anchortest.NewOmniwitness(t, w.logVKey())
+	w, wit, policy := newAnchorWorld(t)
 	const token = "anchor-e2e-token-0123456789"
 	tokens := filepath.Join(w.dir, "tokens")
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
@@ -232,5 +232,5 @@ func TestAnchorCommandToken(t *testing.T) {
 	if _, err := c.Append(t.Context(), appendRequest(a.receipts(t, 4)...)); err != nil {
 		t.Fatal(err)
 	}
-	waitCosigned(t, c, newPolicy(t, w.logVKey(), wit.VKey), 4, func() string { return srv.output() + anc.output() })
+	waitCosigned(t, c, policy, 4, func() string { return srv.output() + anc.output() })
 }

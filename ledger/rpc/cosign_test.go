@@ -71,7 +71,7 @@ func forge(t testing.TB, line []byte) []byte {
 
 // cosigningLedger is a test ledger that serves cosignatures and accepts
 // those of the witnesses.
-func cosigningLedger(t *testing.T, auth *rpc.Auth, a *agent, ws ...*witness) *testLedger {
+func cosigningLedger(t testing.TB, auth *rpc.Auth, a *agent, ws ...*witness) *testLedger {
 	t.Helper()
 	l := newTestLedger(t, auth, a)
 	var vs []note.Verifier
@@ -253,14 +253,7 @@ func TestWatchSendsCosigned(t *testing.T) {
 // merge (log signature checked, lines sorted) on every call.
 func BenchmarkGetCheckpointCosigned(b *testing.B) {
 	a, ws := newAgent(b), []*witness{newWitness(b, "w1.example"), newWitness(b, "w2.example"), newWitness(b, "w3.example")}
-	l := newTestLedger(b, nil, a)
-	var vs []note.Verifier
-	for _, w := range ws {
-		vs = append(vs, w.verifier)
-	}
-	if err := l.svc.Cosign(l.verifier, vs); err != nil {
-		b.Fatal(err)
-	}
+	l := cosigningLedger(b, nil, a, ws...)
 	c := l.connectJSON()
 	if _, err := c.Append(b.Context(), appendReq(a.next(b, 1)...)); err != nil {
 		b.Fatal(err)
