@@ -61,15 +61,24 @@ func Read(dir string) (*Bundle, error) {
 	return b, nil
 }
 
-// readFile reads dir/name, at most limit bytes, and hands it to parse.
-func readFile(dir, name string, limit int64, parse func([]byte) error) error {
+// open opens dir/name, which a bundle must have.
+func open(dir, name string) (*os.File, string, error) {
 	path := filepath.Join(dir, name)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("bundle %s: no %s file; export the bundle again", dir, name)
+		return nil, "", fmt.Errorf("bundle %s: no %s file; export the bundle again", dir, name)
 	}
 	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return nil, "", fmt.Errorf("bundle: %w", err)
+	}
+	return f, path, nil
+}
+
+// readFile reads dir/name, at most limit bytes, and hands it to parse.
+func readFile(dir, name string, limit int64, parse func([]byte) error) error {
+	f, path, err := open(dir, name)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
@@ -88,13 +97,9 @@ func readFile(dir, name string, limit int64, parse func([]byte) error) error {
 // readLines calls parse on each newline-terminated line of dir/name,
 // without its newline; every line must end in one.
 func readLines(dir, name string, maxLen int, parse func(n int, line []byte) error) error {
-	path := filepath.Join(dir, name)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("bundle %s: no %s file; export the bundle again", dir, name)
-	}
+	f, path, err := open(dir, name)
 	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, maxLen+1)
