@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/transparency-dev/formats/log"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
@@ -21,7 +23,7 @@ import (
 // exportTimeout bounds a whole export.
 const exportTimeout = 30 * time.Minute
 
-const exportSynopsis = "export (--ledger URL --log-key VKEY | --ledger-db PATH [--ledger-key FILE]) --key-id K --out DIR [--witness-key VKEY]... [--witness-quorum N]"
+const exportSynopsis = "export (--ledger URL | --ledger-db PATH [--ledger-key FILE]) --key-id K --out DIR [--log-key VKEY [--witness-key VKEY]... [--witness-quorum N]]"
 
 // cmdExport writes an export bundle (package verifier/bundle) of one
 // agent's receipts: from a remote ledger, or from the embedded ledger's
@@ -35,7 +37,7 @@ func cmdExport(e *env, args []string) int {
 	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
 	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required)")
 	var pol policyFlags
-	pol.register(fs, "with --ledger: the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file); the bundle's checkpoint must verify with it")
+	pol.register(fs, "the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file): check the checkpoint with it (and the --witness-key quorum) before writing, and put it in the bundle; with --ledger-db, taken from --ledger-key")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -52,9 +54,13 @@ func cmdExport(e *env, args []string) int {
 	}
 	defer closeSrc()
 	pol.logKey = logKey
-	p, err := pol.policy()
-	if err != nil {
-		return fail(e, exitUsage, "export: %v", err)
+	var p *cosignature.Policy
+	if logKey != "" || len(pol.witnesses) > 0 {
+		if p, err = pol.policy(); err != nil {
+			return fail(e, exitUsage, "export: %v", err)
+		}
+	} else {
+		fmt.Fprintf(e.stderr, "bankdoor export: note: without --log-key the checkpoint is exported unchecked and %s is left empty; bankdoor verify checks it with the keys its user trusts\n", bundle.LogKeyFile)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
 	defer cancel()
@@ -74,11 +80,11 @@ func export(ctx context.Context, src bundle.Source, p *cosignature.Policy, keys 
 	if err != nil {
 		return nil, fmt.Errorf("get the checkpoint: %w", err)
 	}
-	cp, err := p.Verify(cpNote)
+	size, err := checkpointSize(cpNote, p)
 	if err != nil {
-		return nil, fmt.Errorf("the ledger's checkpoint: %w (with witness keys, wait until the anchor has collected a quorum of cosignatures for the latest checkpoint, then export again)", err)
+		return nil, err
 	}
-	b, files, err := bundle.Export(ctx, src, keyID, cpNote, cp.Size)
+	b, files, err := bundle.Export(ctx, src, keyID, cpNote, size)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +93,24 @@ func export(ctx context.Context, src bundle.Source, p *cosignature.Policy, keys 
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkpointSize returns the tree size of the checkpoint note n, which
+// must satisfy p if p is not nil.
+func checkpointSize(n []byte, p *cosignature.Policy) (uint64, error) {
+	if p != nil {
+		cp, err := p.Verify(n)
+		if err != nil {
+			return 0, fmt.Errorf("the ledger's checkpoint: %w (with witness keys, wait until the anchor has collected a quorum of cosignatures for the latest checkpoint, then export again)", err)
+		}
+		return cp.Size, nil
+	}
+	text, _, ok := bytes.Cut(n, []byte("\n\n"))
+	var cp log.Checkpoint
+	if _, err := cp.Unmarshal(append(text, '\n')); !ok || err != nil {
+		return 0, fmt.Errorf("the ledger's checkpoint is not a checkpoint note (%v): is --ledger a bankdoor ledger?", err)
+	}
+	return cp.Size, nil
 }
 
 // exportSource opens the ledger named by the flags and returns the log
@@ -98,9 +122,6 @@ func exportSource(remote *remoteFlags, db, keyFile, logKey string) (bundle.Sourc
 	case remote.url != "":
 		if keyFile != "" {
 			return nil, "", nil, fmt.Errorf("--ledger-key is for --ledger-db; a remote ledger's checkpoints are checked with --log-key VKEY")
-		}
-		if logKey == "" {
-			return nil, "", nil, fmt.Errorf("--ledger needs --log-key VKEY, the ledger's verifier key (the line of its .vkey file)")
 		}
 		client, err := remote.client()
 		if err != nil {

@@ -56,6 +56,15 @@ func TestExportVerifyWithOmniwitness(t *testing.T) {
 	if code, msg := verify(out); code != 0 || !strings.Contains(msg, "covers seq 1..5") || !strings.Contains(msg, "cosigned by "+strings.SplitN(wit.VKey, "+", 3)[0]) {
 		t.Fatalf("verify of the intact export: exit %d, want 0, covering seq 1..5, cosigned by the witness:\n%s", code, msg)
 	}
+	// Without --log-key the export is written unchecked, with an empty
+	// log.vkey; verify, with the auditor's keys, passes all the same.
+	unchecked := filepath.Join(t.TempDir(), "unchecked")
+	if code, msg := runBankdoor(t, w.dir, "export", "--ledger", srv.url, "--key-id", a.keyID, "--out", unchecked); code != 0 || !strings.Contains(msg, "exported unchecked") {
+		t.Fatalf("bankdoor export without --log-key: exit %d, want 0 and a note:\n%s", code, msg)
+	}
+	if code, msg := verify(unchecked); code != 0 {
+		t.Fatalf("verify of the export made without --log-key: exit %d\n%s", code, msg)
+	}
 	for _, removed := range [][]uint64{{5}, {4, 5}, {2, 3, 4, 5}} {
 		dir := copyDir(t, out)
 		for _, s := range removed {

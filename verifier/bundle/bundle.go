@@ -39,7 +39,7 @@ type Bundle struct {
 	Head       Head   // the agent's last receipt in the tree
 	HeadRange  [][]byte
 	Checkpoint []byte   // the checkpoint note, cosignatures included
-	LogKey     string   // the log's verifier key
+	LogKey     string   // the log's verifier key, "" if the exporter was not given it
 	Witnesses  []string // witness verifier keys
 	Proofs     []Proof  // one per receipt, in seq order
 	Tail       [][]byte // the log's entries Head.Index .. Size-1
@@ -77,7 +77,10 @@ func (b *Bundle) check() error {
 			return fmt.Errorf("%s entry %d (leaf %d) is empty, longer than %d bytes or holds a newline: not a receipt", TailFile, i+1, b.Head.Index+uint64(i), maxTailEntry)
 		}
 	}
-	for _, k := range append([]string{b.LogKey}, b.Witnesses...) {
+	if strings.ContainsAny(b.LogKey, " \n") {
+		return fmt.Errorf("log verifier key %q holds a space or newline", b.LogKey)
+	}
+	for _, k := range b.Witnesses {
 		if k == "" || strings.ContainsAny(k, " \n") {
 			return fmt.Errorf("verifier key %q is empty or holds a space or newline", k)
 		}

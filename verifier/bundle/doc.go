@@ -30,7 +30,8 @@
 //	              tlog-checkpoint signed by the log, with C2SP tlog-cosignature
 //	              lines by witnesses (https://c2sp.org/tlog-checkpoint,
 //	              https://c2sp.org/tlog-cosignature)
-//	log.vkey      the log's verifier key (note vkey format), one line
+//	log.vkey      the log's verifier key (note vkey format), one line; empty if
+//	              the exporter was not given it
 //	witness.vkey  zero or more witness verifier keys, one a line
 //	proofs        one line per receipt, seq 1 to SEQ in order:
 //	                SEQ INDEX H...  the inclusion proof of leaf INDEX in the tree of size N

@@ -34,10 +34,10 @@ func Read(dir string) (*Bundle, error) {
 	if err == nil {
 		err = readFile(dir, LogKeyFile, maxLine, func(data []byte) error {
 			keys, err := parseKeys(data)
-			if err == nil && len(keys) != 1 {
-				err = fmt.Errorf("holds %d keys; want the log's one", len(keys))
+			if err == nil && len(keys) > 1 {
+				err = fmt.Errorf("holds %d keys; want the log's one, or none", len(keys))
 			}
-			if err == nil {
+			if err == nil && len(keys) == 1 {
 				b.LogKey = keys[0]
 			}
 			return err

@@ -66,7 +66,7 @@ func TestReadIsStrict(t *testing.T) {
 		{ProofsFile, "1 0 ", "1 0  ", "base64"},
 		{TailFile, "{\"other\":1}\n", "", "entries"},
 		{TailFile, "{\"other\":1}\n", "{\"other\":1}", "no newline"},
-		{LogKeyFile, "\n", "\no2+01234567+AQ\n", "want the log's one"},
+		{LogKeyFile, "\n", "\no2+01234567+AQ\n", "want the log's one, or none"},
 		{WitnessKeyFile, "w+01234567+BA\n", "w+01234567+BA \n", "white space"},
 	} {
 		t.Run(tc.file+" "+tc.new, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -73,7 +74,7 @@ func writeAll(tmp string, b *Bundle, receipts [][]byte) error {
 	}{
 		{ManifestFile, manifest(b)},
 		{CheckpointFile, b.Checkpoint},
-		{LogKeyFile, lines([]string{b.LogKey})},
+		{LogKeyFile, lines(slices.DeleteFunc([]string{b.LogKey}, func(k string) bool { return k == "" }))},
 		{WitnessKeyFile, lines(b.Witnesses)},
 		{TailFile, tail(b.Tail)},
 	}
