@@ -1,6 +1,7 @@
 // Package verifier checks bankdoor receipts offline, with nothing but the
-// agent's public key, and online against a ledger ([VerifyInLog], in
-// online.go).
+// agent's public key, offline against a witnessed checkpoint
+// ([VerifyAnchored], in anchored.go), and online against a ledger
+// ([VerifyInLog], in online.go).
 //
 // [VerifyDir] checks a receipts directory (the format is in package
 // github.com/bankdoor/bankdoor/ledger/receipt) in seq order, and stops at
@@ -18,7 +19,9 @@
 // this order, and that none was changed, swapped, or removed from before
 // the last one. They cannot show that receipts after the last one were
 // removed (tail truncation): that takes a checkpoint of the ledger that
-// an independent witness has cosigned.
+// an independent witness has cosigned. [VerifyAnchored] (anchored.go)
+// checks a receipts directory or an export bundle (package
+// verifier/bundle) against one, offline, and names every missing seq.
 package verifier
 
 import (
