@@ -141,3 +141,24 @@ func (l *Log) upgrade(tx store.Tx, version []byte) error {
 	l.logger.Info("ledger file upgraded: it can now store witness cosignatures", "path", l.path, "from_version", string(version), "to_version", store.Version)
 	return nil
 }
+
+// fsckCosignatures checks the witnesses bucket against a tree of size
+// entries: no witness can have cosigned a larger tree, and each one's
+// latest cosignature is stored. A witness size beyond the tree means
+// entries the witness saw are gone from this file.
+func fsckCosignatures(tx store.Tx, size uint64) error {
+	return tx.ForEachWitness(func(w string, cosigned uint64) error {
+		if cosigned > size {
+			return corrupt("witness %s cosigned the checkpoint of size %d but the file's tree has %d entries: entries the witness saw are gone (a truncated file, or one restored from an older copy)",
+				w, cosigned, size)
+		}
+		lines, err := tx.Cosignature(cosigned, w)
+		if err != nil {
+			return err
+		}
+		if lines == nil {
+			return corrupt("witness %s has latest size %d but no cosignature of that size is stored", w, cosigned)
+		}
+		return nil
+	})
+}

@@ -186,7 +186,7 @@ func (f *fscker) checkNode(id compact.NodeID, hash []byte) {
 }
 
 // finish checks that the leaf index, the nodes and the heads hold nothing
-// beyond what the entries give.
+// beyond what the entries give, and that no witness cosigned more.
 func (f *fscker) finish(size uint64) error {
 	var leaves, nodes uint64
 	if err := f.tx.ForEachLeaf(func([]byte, uint64) error { leaves++; return nil }); err != nil {
@@ -216,7 +216,7 @@ func (f *fscker) finish(size uint64) error {
 	if stored != len(f.heads) {
 		return corrupt("%d agent heads are stored, the entries give %d", stored, len(f.heads))
 	}
-	return nil
+	return fsckCosignatures(f.tx, size)
 }
 
 func corrupt(format string, args ...any) error {

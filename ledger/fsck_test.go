@@ -39,7 +39,13 @@ func TestFsckFindsCorruption(t *testing.T) {
 	rs := a.chain(t, 20)
 	tl.mustAppend(t, rs[:7]...)
 	tl.mustAppend(t, rs[7:]...)
+	if err := tl.CosignatureStore().Put("w.example", 20, []byte("— w.example c2ln\n")); err != nil {
+		t.Fatal(err)
+	}
 	tl.Close()
+	if _, err := Fsck(context.Background(), tl.path); err != nil {
+		t.Fatalf("Fsck of the file before any corruption: %v", err)
+	}
 	good, err := os.ReadFile(tl.path)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +79,8 @@ func TestFsckFindsCorruption(t *testing.T) {
 			return put("meta", []byte("checkpoint"), cp)(tx)
 		}, "stored checkpoint has size 20 and root 0000"},
 		{"checkpoint not a note", put("meta", []byte("checkpoint"), []byte("hello")), "not a signed note"},
+		{"witness cosigned more", put("witnesses", []byte("w.example"), key(21)), "witness w.example cosigned the checkpoint of size 21 but the file's tree has 20 entries"},
+		{"witness's cosignature missing", del("cosignatures", store.CosignatureKey(20, "w.example")), "no cosignature of that size"},
 		{"unknown version", put("meta", []byte("version"), []byte("3")), `version is "3"`},
 		{"chain broken", func(tx *bolt.Tx) error { // entries 8 and 9 swapped, with their leaf index
 			return errors.Join(put("entries", key(8), rs[9])(tx), put("entries", key(9), rs[8])(tx),

@@ -85,3 +85,17 @@ func (t boltTx) PutWitnessSize(witness string, size uint64) error {
 	}
 	return t.put(bucketWitnesses, []byte(witness), IndexKey(size), fillRandom)
 }
+
+func (t boltTx) ForEachWitness(fn func(string, uint64) error) error {
+	b := t.tx.Bucket(bucketWitnesses)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		size, err := ParseIndex(v)
+		if err != nil {
+			return fmt.Errorf("bucket witnesses, key %q: %w", k, err)
+		}
+		return fn(string(k), size)
+	})
+}

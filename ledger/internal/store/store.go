@@ -123,6 +123,9 @@ type Tx interface {
 	// PutWitnessSize; ok is false if none was.
 	WitnessSize(witness string) (size uint64, ok bool, err error)
 	PutWitnessSize(witness string, size uint64) error
+	// ForEachWitness calls fn for each witness with its WitnessSize, in
+	// name order, until fn returns an error.
+	ForEachWitness(fn func(witness string, size uint64) error) error
 }
 
 // Encodings shared by backends that store bytes under byte keys.

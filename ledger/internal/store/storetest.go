@@ -295,6 +295,11 @@ func testCosignatures(t *testing.T, s Store) {
 		if _, ok, err := tx.WitnessSize("w2"); ok || err != nil {
 			t.Errorf("WitnessSize(w2) = ok %v, err %v; want false, nil", ok, err)
 		}
+		var ws []string
+		err = tx.ForEachWitness(func(w string, size uint64) error { ws = append(ws, fmt.Sprint(w, " ", size)); return nil })
+		if diff := cmp.Diff([]string{"w1 2"}, ws); err != nil || diff != "" {
+			t.Errorf("ForEachWitness: err %v, (-want +got):\n%s", err, diff)
+		}
 		return nil
 	})
 	if err := s.Update(func(tx Tx) error { return tx.PutCosignature(3, "", []byte("x")) }); err == nil {
