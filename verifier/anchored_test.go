@@ -127,6 +127,13 @@ func TestBundleTruncationWithEditedBundle(t *testing.T) {
 		_, err := anchored(t, w, a, writeBundle(t, forged, a.files[:4]), cp)
 		wantMissing(t, err, []uint64{5})
 	})
+	t.Run("tail rebuilt from seq 4, seq 5 kept", func(t *testing.T) {
+		dir, cp := w.export(a)
+		forged := writeBundle(t, rebuildAtSeq(t, w, dir, 4, false), a.files[:4])
+		overwrite(t, filepath.Join(forged, bundle.ReceiptsDir, "000005.json"), a.files[4])
+		_, err := anchored(t, w, a, forged, cp)
+		wantFailure(t, err, "holds the agent's seq 5 after the head, seq 4")
+	})
 	t.Run("tail rebuilt from seq 4 without seq 5", func(t *testing.T) {
 		dir, cp := w.export(a)
 		forged := rebuildAtSeq(t, w, dir, 4, true)

@@ -28,9 +28,10 @@ import (
 //     agent's receipt with the highest seq, H, as a ledger appends an
 //     agent's receipts in seq order. Any later tail entry signed by
 //     --pub is a receipt the agent made after it, which the bundle
-//     should have held: its seq counts as missing too.
-//  3. Every seq from 1 to H (and any seen in step 2) is in receipts/;
-//     the missing ones are listed, all of them (*MissingError).
+//     should have held: the highest seq in the tail, L, counts.
+//  3. Every seq from 1 to L is in receipts/; the missing ones are
+//     listed, all of them (*MissingError). L > H with none missing
+//     means the manifest was edited: an *Error.
 //  4. receipts/ verifies as VerifyDir would, with every receipt's
 //     inclusion proof (proofs) at cp's size, seq H at the head's leaf.
 //
@@ -47,7 +48,7 @@ func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignat
 	if err := sameTree(b, pub, pol, cp); err != nil {
 		return nil, err
 	}
-	head, later, err := checkTail(b, pub, cp.Hash)
+	head, last, err := checkTail(b, pub, cp.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -56,9 +57,12 @@ func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignat
 	if err != nil {
 		return nil, err
 	}
-	if missing := slices.Concat(absent(names, head.Seq), later); len(missing) > 0 {
+	if missing := absent(names, last); len(missing) > 0 {
 		return nil, &MissingError{Dir: rdir, KeyID: b.KeyID, Seqs: missing, Origin: cp.Origin, Size: cp.Size,
-			Proof: fmt.Sprintf("its last receipt in the log, seq %d at leaf %d, and the entries after it hash to the checkpoint's root", head.Seq, b.Head.Index)}
+			Proof: fmt.Sprintf("its receipt seq %d at leaf %d and the entries after it hash to the checkpoint's root", head.Seq, b.Head.Index)}
+	}
+	if last > head.Seq {
+		return nil, &Error{bundle.TailFile, fmt.Sprintf("holds the agent's seq %d after the head, seq %d: the manifest was edited; export again", last, head.Seq)}
 	}
 	if len(names) > int(head.Seq) {
 		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
@@ -92,9 +96,10 @@ func sameTree(b *bundle.Bundle, pub ed25519.PublicKey, pol *cosignature.Policy, 
 	return nil
 }
 
-// checkTail does step 2 and returns the head the tail proves and the
-// seqs of any later receipts of pub in it.
-func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Head, []uint64, error) {
+// checkTail does step 2. It returns the head the tail proves and the
+// highest seq of the agent's receipts in the tail: the head's, unless the
+// tail holds later ones.
+func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Head, uint64, error) {
 	leaves := make([][]byte, len(b.Tail))
 	for i, e := range b.Tail {
 		leaves[i] = rfc6962.DefaultHasher.HashLeaf(e)
@@ -103,27 +108,26 @@ func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Hea
 	slices.Reverse(left) // a proof runs upward; a compact range from the left
 	got, err := rootOf(left, b.Head.Index, leaves)
 	if err != nil {
-		return bundle.Head{}, nil, &Error{bundle.ManifestFile, fmt.Sprintf("range: %v", err)}
+		return bundle.Head{}, 0, &Error{bundle.ManifestFile, fmt.Sprintf("range: %v", err)}
 	}
 	if !bytes.Equal(got, root) {
-		return bundle.Head{}, nil, &Error{bundle.TailFile, fmt.Sprintf("with the manifest's head leaf %d and range, does not hash to the checkpoint's root: the tail, range or head index was changed", b.Head.Index)}
+		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("with the manifest's head leaf %d and range, does not hash to the checkpoint's root: the tail, range or head index was changed", b.Head.Index)}
 	}
 	c := &chain{pub: pub, rep: &Report{KeyID: b.KeyID}}
 	r, err := c.parse(bundle.TailFile, b.Tail[0])
 	if err != nil {
-		return bundle.Head{}, nil, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of --pub: %v", b.Head.Index, err)}
+		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of --pub: %v", b.Head.Index, err)}
 	}
 	if r.Seq != b.Head.Seq {
-		return bundle.Head{}, nil, &Error{bundle.ManifestFile, fmt.Sprintf("says the head is seq %d; the tail, which the checkpoint commits to, starts with seq %d", b.Head.Seq, r.Seq)}
+		return bundle.Head{}, 0, &Error{bundle.ManifestFile, fmt.Sprintf("says the head is seq %d; the tail, which the checkpoint commits to, starts with seq %d", b.Head.Seq, r.Seq)}
 	}
-	var later []uint64
+	last := r.Seq
 	for _, e := range b.Tail[1:] {
 		if r, err := c.parse(bundle.TailFile, e); err == nil {
-			later = append(later, r.Seq)
+			last = max(last, r.Seq)
 		}
 	}
-	slices.Sort(later)
-	return bundle.Head{Seq: r.Seq, Index: b.Head.Index}, later, nil
+	return bundle.Head{Seq: b.Head.Seq, Index: b.Head.Index}, last, nil
 }
 
 // proofChecker checks the inclusion proof of names[i], seq i+1.

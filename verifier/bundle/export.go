@@ -116,6 +116,9 @@ func (w *walker) chain(ctx context.Context, from uint64) ([][]byte, Head, error)
 			return out, head, nil
 		}
 	}
+	if len(w.indexes) == 0 {
+		return nil, Head{}, fmt.Errorf("export: no entry at or below leaf %d holds a receipt of key_id %s, though the ledger gave it as the agent's head; run bankdoor ledger fsck on the ledger", from, w.keyID)
+	}
 	return nil, Head{}, fmt.Errorf("export: the chain of key_id %s breaks below leaf %d: no entry holds the receipt its prev %s names; run bankdoor ledger fsck on the ledger", w.keyID, w.indexes[len(w.indexes)-1], want)
 }
 
