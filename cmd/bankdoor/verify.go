@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/proxy/policy"
 	"github.com/bankdoor/bankdoor/verifier"
+	"github.com/bankdoor/bankdoor/verifier/bundle"
 )
 
 // verifyTimeout bounds the online checks against a ledger.
@@ -51,6 +53,10 @@ func cmdVerify(e *env, args []string) int {
 	opts, err := verifyOptions(*policyPath)
 	if err != nil {
 		return fail(e, exitUsage, "verify: %v", err)
+	}
+	if bundle.IsBundle(pos[0]) {
+		return fail(e, exitUsage, "verify: %s is an export bundle: verify it with --checkpoint %s --log-key VKEY [--witness-key VKEY]..., or its receipts alone with bankdoor verify %s",
+			pos[0], filepath.Join(pos[0], bundle.CheckpointFile), filepath.Join(pos[0], bundle.ReceiptsDir))
 	}
 	rep, err := verifier.VerifyDir(pos[0], pub, opts)
 	if err != nil {
