@@ -48,7 +48,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpserve.New(httpserve.Config{Tokens: tokens, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
+	srv := httpserve.New(httpserve.Config{Tokens: tokens, MaxSessions: *loadSessions, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := bank.Connect(ctx, st, nil); err != nil {
 			return err

@@ -28,6 +28,7 @@ type listenFlags struct {
 	tokens  string
 	origins repeated
 	idle    time.Duration
+	maxSess int
 }
 
 func (f *listenFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokens, "agent-tokens", "", "with --listen: file of \"AGENT TOKEN\" lines (mode 0600); each agent signs with the key in $BANKDOOR_HOME/agents/AGENT and writes receipts to --receipts/AGENT")
 	fs.Var(&f.origins, "allow-origin", "with --listen: another accepted Origin header value (repeatable); http://HOST:PORT of --listen is always accepted")
 	fs.DurationVar(&f.idle, "idle-timeout", httpserve.DefaultIdleTimeout, "with --listen: close an agent session after this long without a request")
+	fs.IntVar(&f.maxSess, "max-sessions", httpserve.DefaultMaxSessions, "with --listen: most open sessions per agent (each has its own bank server session)")
 }
 
 // check reports serve flags that do not go together. Plain HTTP carries
@@ -96,7 +98,7 @@ func serveAgents(e *env, c *agentsConfig) int {
 	defer agents.close()
 	srv := httpserve.New(httpserve.Config{
 		Tokens: tokens, Origins: append([]string{"http://" + ln.Addr().String()}, c.serve.origins...),
-		MaxBody: int64(c.maxFrame), IdleTimeout: c.serve.idle, Logger: c.logger, Start: agents.session,
+		MaxBody: int64(c.maxFrame), IdleTimeout: c.serve.idle, MaxSessions: c.serve.maxSess, Logger: c.logger, Start: agents.session,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)

@@ -21,6 +21,8 @@
 //	Mcp-Session-Id unknown, ended, idled out, or
 //	  another agent's                                   404 Not Found
 //	POST of initialize inside a session                 400 Bad Request
+//	POST of initialize past Config.MaxSessions open
+//	  sessions of this agent                            429 Too Many Requests
 //	POST of a request whose id is open in the session   409 Conflict
 //	GET without Accept: text/event-stream               406 Not Acceptable
 //	GET while the session has a stream open             409 Conflict

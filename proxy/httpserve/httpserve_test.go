@@ -196,6 +196,23 @@ func TestSession(t *testing.T) {
 	}
 }
 
+// TestMaxSessions: an agent past its session limit is refused with 429;
+// another agent is not.
+func TestMaxSessions(t *testing.T) {
+	ts, e := newTestServer(t, time.Minute)
+	for range DefaultMaxSessions {
+		initialize(t, ts, tokenA)
+	}
+	resp, body := do(t, ts, req{method: "POST", token: tokenA, ctype: "application/json", body: initBody})
+	if resp.StatusCode != 429 || !strings.Contains(body, "agent alice has 16 open sessions") {
+		t.Errorf("one session too many: %s %q, want 429 naming the limit", resp.Status, body)
+	}
+	initialize(t, ts, tokenB)
+	if n := e.count(); n != DefaultMaxSessions+1 {
+		t.Errorf("%d frames reached relays, want %d", n, DefaultMaxSessions+1)
+	}
+}
+
 // TestIdleSession: a session without a POST for the idle timeout is
 // closed, and its id is unknown after.
 func TestIdleSession(t *testing.T) {

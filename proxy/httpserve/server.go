@@ -24,6 +24,7 @@ import (
 const (
 	DefaultMaxBody     = proxy.DefaultMaxFrame
 	DefaultIdleTimeout = 10 * time.Minute
+	DefaultMaxSessions = 16
 )
 
 // Config is what a Server needs.
@@ -34,6 +35,9 @@ type Config struct {
 	Origins     []string
 	MaxBody     int64         // largest POST body; 0 means DefaultMaxBody
 	IdleTimeout time.Duration // a session without a POST this long is closed; 0 means DefaultIdleTimeout
+	// MaxSessions bounds each agent's open sessions (each has its own bank
+	// server session); 0 means DefaultMaxSessions.
+	MaxSessions int
 	// Start runs one session for agent on side, normally a proxy.Relay
 	// with its own downstream session, until side reports io.EOF.
 	Start  func(ctx context.Context, agent string, side proxy.AgentSide) error
@@ -58,6 +62,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -216,7 +223,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 	id := obj.Get("id")
 	var ss *session
 	if r.Header.Get("Mcp-Session-Id") == "" && method == "initialize" && id != nil {
-		ss = s.open(agent)
+		if ss, herr = s.open(agent); herr != nil {
+			return herr
+		}
 		w.Header().Set("Mcp-Session-Id", ss.id)
 	} else if ss, herr = s.lookup(r, agent); herr != nil {
 		return herr
@@ -268,11 +277,21 @@ func ended(ss *session) *httpError {
 }
 
 // open starts a session for agent: a fresh id and its relay.
-func (s *Server) open(agent string) *session {
+func (s *Server) open(agent string) (*session, *httpError) {
 	var b [16]byte
 	rand.Read(b[:])
 	ss := newSession(hex.EncodeToString(b[:]), agent, time.Now())
 	s.mu.Lock()
+	n := 0
+	for _, o := range s.sessions {
+		if o.agent == agent {
+			n++
+		}
+	}
+	if n >= s.cfg.MaxSessions {
+		s.mu.Unlock()
+		return nil, &httpError{http.StatusTooManyRequests, fmt.Sprintf("agent %s has %d open sessions, the most allowed; end one with DELETE or let it idle out", agent, n)}
+	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -286,7 +305,7 @@ func (s *Server) open(agent string) *session {
 		s.end(ss)
 	}()
 	s.cfg.Logger.Info("session started", "agent", agent, "session", ss.id)
-	return ss
+	return ss, nil
 }
 
 // get serves the session's notification stream as text/event-stream.
