@@ -164,7 +164,7 @@ func openExportDB(db, keyFile, logKey string) (bundle.Source, string, func(), er
 	}
 	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneAgent{}})
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--ledger-db %s: %w (a running proxy holds it open: stop it first)", db, err)
+		return nil, "", nil, fmt.Errorf("--ledger-db %s: %w (if a proxy is running with it, stop the proxy first: the file is opened by one process at a time)", db, err)
 	}
 	return bundle.LogSource(l), vkey, func() { l.Close() }, nil
 }
