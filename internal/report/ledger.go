@@ -144,7 +144,7 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	maxLen := 0
 	for _, size := range sizes {
 		lb.progress("ledger: growing the log to %d receipts", size)
-		if err := grow(ctx, bl, as, size); err != nil {
+		if err := lb.grow(ctx, bl, as, size); err != nil {
 			peak()
 			return nil, err
 		}
@@ -162,8 +162,9 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	return ms, nil
 }
 
-// grow appends receipts from the agents until the log holds size.
-func grow(ctx context.Context, bl *benchLog, as []*agent, size uint64) error {
+// grow appends receipts from the agents until the log holds size,
+// saying so every 100,000 receipts.
+func (lb *LedgerBench) grow(ctx context.Context, bl *benchLog, as []*agent, size uint64) error {
 	const per = 256
 	var mu sync.Mutex
 	reserved := bl.Size()
@@ -171,6 +172,9 @@ func grow(ctx context.Context, bl *benchLog, as []*agent, size uint64) error {
 		mu.Lock()
 		defer mu.Unlock()
 		k := min(per, size-reserved)
+		if reserved/100_000 != (reserved+k)/100_000 {
+			lb.progress("ledger: %d receipts signed and sent", reserved+k)
+		}
 		reserved += k
 		return int(k)
 	}
