@@ -20,8 +20,8 @@ import (
 const reportSynopsis = `report [--quick|--full] [--out DIR] [--readme FILE] [--fixture BIN] [--policy P] [--witness BIN] [--work DIR]
 
 Runs the attack catalogue through this binary's proxy and straight to the
-fixture bank, times tools/call direct and proxied, measures the ledger and
-offline verification, and writes DIR/bankdoor.md, DIR/bankdoor.json and
+fixture bank, times tools/call direct and proxied, measures the ledger,
+anchoring to a real omniwitness and offline verification, and writes DIR/bankdoor.md, DIR/bankdoor.json and
 DIR/latency.svg; it rewrites the <!-- report:begin --> block of the README.
 No network; fresh keys in a temporary directory. Run it from the module
 root (go run ./cmd/bankdoor report): without --fixture it builds
