@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,12 +74,17 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 // attackReceipts verifies the attack run's receipts as `bankdoor verify`
 // does, with the proxy's public key only.
 func attackReceipts(b *Bench, attacks int) Measurement {
-	m := Measurement{ID: "attack-receipts", Section: "verify", What: "the attack run's receipts, verified offline with the public key only"}
+	m := Measurement{ID: "attack-receipts", Section: "verify", What: "the attack run's receipts, verified offline with the public key and the policy's SHA-256 only"}
 	pub, err := agentkey.LoadPublic(filepath.Join(b.Home, agentkey.PublicFile))
+	var policy []byte
+	if err == nil {
+		policy, err = os.ReadFile(b.Policy)
+	}
 	if err == nil {
 		var rep *verifier.Report
+		sum := sha256.Sum256(policy)
 		start := time.Now()
-		rep, err = verifier.VerifyDir(b.AttackReceipts(), ed25519.PublicKey(pub), verifier.Options{})
+		rep, err = verifier.VerifyDir(b.AttackReceipts(), ed25519.PublicKey(pub), verifier.Options{PolicySHA256: hex.EncodeToString(sum[:])})
 		if err == nil {
 			m.Status, m.Unit, m.N, m.Value = StatusMeasured, "ms", len(rep.Receipts), float64(time.Since(start))/float64(time.Millisecond)
 		}
