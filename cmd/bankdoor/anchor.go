@@ -164,15 +164,29 @@ func (r *remoteAnchor) observe(msg []byte) error {
 		return fmt.Errorf("the ledger's checkpoint does not verify with --log-key %s+%08x: %w", r.logKey.Name(), r.logKey.KeyHash(), err)
 	}
 	r.mu.Lock()
+	prev := r.latest
 	r.latest = msg
 	r.mu.Unlock()
 	r.logger.Debug("ledger checkpoint", "size", cp.Size)
+	r.checkGrowth(prev, cp.Size)
 	select { // replace an unread wake-up: the anchor reads the latest itself
 	case <-r.wake:
 	default:
 	}
 	r.wake <- msg
 	return nil
+}
+
+// checkGrowth reports a checkpoint smaller than the one seen before it.
+// The witnesses refuse it too (and a fork at the same size); this says
+// so even before they answer.
+func (r *remoteAnchor) checkGrowth(prev []byte, size uint64) {
+	if prev == nil {
+		return
+	}
+	if before, _, err := cosignature.Open(prev, r.logKey); err == nil && size < before.Size {
+		r.logger.Error("the ledger's checkpoint went back: possible rollback of the log", "was", before.Size, "now", size)
+	}
 }
 
 // run anchors until ctx is done.

@@ -24,7 +24,11 @@ import (
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
 )
 
-const possibleRollback = "possible rollback"
+const (
+	possibleRollback = "possible rollback"
+	// witnessRollback starts the anchor's report of a witness's refusal.
+	witnessRollback = `msg="witness refused the checkpoint" witness=witness.test`
+)
 
 // logVKey returns the ledger's verifier key, from the .vkey file keygen wrote.
 func (w *ledgerWorld) logVKey() string {
@@ -158,7 +162,8 @@ func TestAnchorCommand(t *testing.T) {
 	if _, err := again.client().Append(t.Context(), appendRequest(rs[:2]...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, anc, possibleRollback)
+	waitFor(t, anc, "the ledger's checkpoint went back: possible rollback of the log\" was=9")
+	waitFor(t, anc, witnessRollback)
 	if code := anc.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("bankdoor anchor exited %d after SIGTERM:\n%s", code, anc.output())
 	}
