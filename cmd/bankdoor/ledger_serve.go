@@ -227,7 +227,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	if err := s.svc.Cosign(cfg.logKey, cfg.accepted); err != nil {
 		l.Close()
 		ln.Close()
-		return nil, fmt.Errorf("--witness-key: %w", err)
+		return nil, fmt.Errorf("serving cosignatures: %w", err)
 	}
 	if err := s.startAnchor(cfg); err != nil {
 		l.Close()
