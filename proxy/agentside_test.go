@@ -12,22 +12,21 @@ import (
 // chanAgent is an AgentSide over channels, as a session of a server of
 // agents would be: no lines, no newlines.
 type chanAgent struct {
-	in  chan []byte
-	err chan error // returned by ReadFrame before the next frame, if any
+	in  chan frameOrErr // in order
 	out chan []byte
 }
 
+type frameOrErr struct {
+	msg []byte
+	err error
+}
+
 func (a *chanAgent) ReadFrame() ([]byte, error) {
-	select {
-	case err := <-a.err:
-		return nil, err
-	default:
-	}
-	msg, ok := <-a.in
+	r, ok := <-a.in
 	if !ok {
 		return nil, io.EOF
 	}
-	return msg, nil
+	return r.msg, r.err
 }
 
 func (a *chanAgent) WriteFrame(msg []byte) error {
@@ -46,12 +45,12 @@ func TestRunAgentFrames(t *testing.T) {
 	p := bankPolicy(t, ctx, s)
 	rec := &sliceRecorder{}
 	r := New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: rec}, connectBank(t, ctx, s))
-	a := &chanAgent{in: make(chan []byte), err: make(chan error, 1), out: make(chan []byte, 8)}
+	a := &chanAgent{in: make(chan frameOrErr), out: make(chan []byte, 8)}
 	done := make(chan error, 1)
 	go func() { done <- r.RunAgent(ctx, a) }()
 
-	a.err <- &FrameTooLargeError{Max: 10}
-	a.in <- []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer","arguments":{}}}`)
+	a.in <- frameOrErr{err: &FrameTooLargeError{Max: 10}}
+	a.in <- frameOrErr{msg: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer","arguments":{}}}`)}
 	mustContain(t, "answer to a discarded frame", string(<-a.out), `"id":null`, "frame.too_large", "longer than 10 bytes")
 	mustContain(t, "answer to transfer", string(<-a.out), `"id":1`, "name.write_word")
 	close(a.in)

@@ -231,8 +231,12 @@ func readEvents(r io.Reader, fn func(data []byte) error) error {
 	return sc.Err()
 }
 
-// Close closes both streams and the session.
+// Close closes both streams and ends the session with a DELETE. The
+// DELETE is best-effort (the server may be gone, which is why the relay
+// closes): its failure is not reported, so that the relay names the
+// cause it saw first rather than this echo of it.
 func (n *notifyConn) Close() error {
 	n.cancel()
-	return n.Connection.Close()
+	n.Connection.Close()
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -65,6 +66,7 @@ type Relay struct {
 	gone        error                 // why the server is gone, once it is
 	fatal       chan error            // the first error that must stop the relay
 	pins        pinCache
+	closing     atomic.Bool // the relay closes the server itself: its going is no error
 }
 
 // pending is a request sent to the server and not yet answered.
@@ -116,6 +118,7 @@ func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 	select {
 	case err := <-agentDone:
 		r.drain(ctx, serverDone)
+		r.closing.Store(true)
 		cerr := r.down.Close()
 		if err != nil {
 			return err
@@ -274,7 +277,9 @@ func (r *Relay) serverGone(cause error) error {
 		}
 		r.replyError(p.agentID, CodeServerGone, "bankdoor: "+cause.Error()+"; the request was not completed", nil)
 	}
-	r.log.Error("bank server gone", "err", cause)
+	if !r.closing.Load() {
+		r.log.Error("bank server gone", "err", cause)
+	}
 	return cause
 }
 

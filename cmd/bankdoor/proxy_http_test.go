@@ -19,6 +19,7 @@ import (
 // httpFixture is a bank-server --http process.
 type httpFixture struct {
 	url    string
+	cmd    *exec.Cmd
 	mu     sync.Mutex
 	stderr strings.Builder
 }
@@ -45,7 +46,7 @@ func startHTTPFixture(t *testing.T, f mcptest.Fixture, env ...string) *httpFixtu
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &httpFixture{}
+	h := &httpFixture{cmd: cmd}
 	ready := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {
@@ -135,5 +136,35 @@ func TestE2EHTTPHeaderFromEnv(t *testing.T) {
 	}
 	if !strings.Contains(h.log(), "Authorization header present=false") {
 		t.Errorf("the fixture did not refuse a request without the header:\n%s", h.log())
+	}
+}
+
+// TestE2EHTTPServerDies: the remote bank goes away mid-session. The
+// broken notification stream ends the session at once (fail closed): the
+// proxy exits 1 naming it, and a call after that gets an error, not a hang.
+func TestE2EHTTPServerDies(t *testing.T) {
+	w := newWorld(t)
+	ctx := testContext(t, time.Minute)
+	f := w.fixture()
+	h := startHTTPFixture(t, f)
+	p := w.proxy(f)
+	p.URL = h.url
+	s, err := mcptest.Start(ctx, p.Command(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A call first: by its answer the stream is open (it opens before the
+	// relay handles the next message after notifications/initialized).
+	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil {
+		t.Fatal(err)
+	}
+	h.cmd.Process.Kill()
+	code, err := s.Wait(ctx)
+	if err != nil || code != 1 || !strings.Contains(s.Stderr(), "notification stream (GET "+h.url+") ended") {
+		t.Errorf("proxy after the bank died: exit %d, %v; want 1 naming the notification stream\n%s", code, err, s.Stderr())
+	}
+	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err == nil {
+		t.Errorf("a call after the bank died succeeded")
 	}
 }
