@@ -27,7 +27,7 @@ func (a oneAgent) Lookup(keyID string) (ed25519.PublicKey, bool) {
 }
 
 // openLedger opens a new ledger file in dir with the log key skey.
-func openLedger(t *testing.T, dir, skey string, agent ed25519.PublicKey) *ledger.Log {
+func openLedger(t testing.TB, dir, skey string, agent ed25519.PublicKey) *ledger.Log {
 	t.Helper()
 	signer, err := note.NewSigner(skey)
 	if err != nil {
@@ -43,7 +43,7 @@ func openLedger(t *testing.T, dir, skey string, agent ed25519.PublicKey) *ledger
 }
 
 // appendReceipts appends the agent's receipts seq first..last, chained.
-func appendReceipts(t *testing.T, l *ledger.Log, priv ed25519.PrivateKey, first, last uint64, prev string) string {
+func appendReceipts(t testing.TB, l *ledger.Log, priv ed25519.PrivateKey, first, last uint64, prev string) string {
 	t.Helper()
 	var batch [][]byte
 	for seq := first; seq <= last; seq++ {
