@@ -50,5 +50,18 @@
 // keys; the log checks that. Who may send them? [Auth] answers: a bearer
 // token or an mTLS client certificate. A shipper may send receipts of any
 // enrolled agent, so a stolen token can replay receipts but never forge
-// one, and appends are idempotent.
+// one, and appends are idempotent. AddCosignature is checked the same
+// way, by what it carries and by who sends it: the ledger stores only
+// lines that verify, with a witness key it was started with, over its own
+// checkpoint of the size named, so a caller can add genuine cosignatures
+// and nothing else.
+//
+// # Cosignatures
+//
+// With [Service.Cosign], GetCheckpoint and WatchCheckpoints serve the
+// latest checkpoint note with the log's signature line first and then one
+// line per witness that cosigned its size (C2SP tlog-cosignature, sorted
+// by key name; see anchor/cosignature.Merge), read from the ledger's file
+// ([ledger.CosignatureStore]). A reader checks them with
+// anchor/cosignature.Policy and needs nothing else from the server.
 package rpc
