@@ -271,3 +271,42 @@ func BenchmarkGetCheckpointCosigned(b *testing.B) {
 		}
 	}
 }
+
+// FuzzAddCosignature sends arbitrary cosignature bytes for the log's
+// checkpoints: AddCosignature must never panic, must store nothing it
+// refuses, and may accept only lines that verify with the witness's key
+// (the seeds include a genuine one, and one forged).
+func FuzzAddCosignature(f *testing.F) {
+	a, w := newAgent(f), newWitness(f, "w.example")
+	l := openTestLedger(f, a)
+	if err := l.svc.Cosign(l.verifier, []note.Verifier{w.verifier}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := l.log.Append(f.Context(), a.next(f, 2)); err != nil {
+		f.Fatal(err)
+	}
+	good := w.cosign(f, l.log.Checkpoint())
+	f.Add(uint64(2), good)
+	f.Add(uint64(2), forge(f, good))
+	f.Add(uint64(1), good)
+	f.Add(uint64(0), []byte("— w.example AAAA\n"))
+	f.Fuzz(func(t *testing.T, size uint64, lines []byte) {
+		before, _, _ := l.log.CosignatureStore().Get(w.verifier.Name(), size)
+		_, err := l.svc.AddCosignature(t.Context(), connect.NewRequest(&ledgerv1.AddCosignatureRequest{TreeSize: size, Cosignature: lines}))
+		stored, _, _ := l.log.CosignatureStore().Get(w.verifier.Name(), size)
+		if err != nil {
+			wantEdgeError(t, err)
+			if !bytes.Equal(before, stored) {
+				t.Fatalf("refused AddCosignature (%v) changed the stored cosignature of size %d from %q to %q", err, size, before, stored)
+			}
+			return
+		}
+		cp, cerr := l.log.CheckpointAt(size)
+		if cerr != nil {
+			t.Fatalf("AddCosignature accepted size %d that has no checkpoint: %v", size, cerr)
+		}
+		if _, verr := cosignature.Verify(cp, stored, w.verifier); verr != nil {
+			t.Fatalf("AddCosignature accepted %q for size %d, which does not verify: %v", lines, size, verr)
+		}
+	})
+}
