@@ -95,10 +95,12 @@
 //
 // A cosignature line is "— " (U+2014, space), the witness key name, a
 // space, and the base64 of the key hash (4 bytes), timestamp (8) and
-// Ed25519 signature (64) of C2SP tlog-cosignature; [CosignatureStore]
-// stores only lines verified over the log's checkpoint of that size, and
-// GetCheckpoint serves the latest checkpoint with those of its size
-// (package anchor/cosignature has a worked example). For example, witness
+// Ed25519 signature (64) of C2SP tlog-cosignature. The lines in
+// [CosignatureStore] were verified over the log's checkpoint of that size
+// ([Log.CheckpointAt]) before they were put there, by the anchor or by the
+// RPC's AddCosignature, and GetCheckpoint serves the latest checkpoint
+// with those of its size (package anchor/cosignature has a worked
+// example). For example, witness
 // "witness.example" cosigning size 3 is the key
 // 00 00 00 00 00 00 00 03 77 69 74 6e 65 73 73 2e 65 78 61 6d 70 6c 65.
 //
