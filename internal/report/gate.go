@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +118,7 @@ func (b *Bench) Controls(ctx context.Context) ([]ControlRow, error) {
 			return nil, fmt.Errorf("fixture after control %s: %w", a.ID, err)
 		}
 		for _, r := range rs {
-			row := ControlRow{ID: a.ID, Variant: a.Variant, Reached: len(r.Reached), Moved: r.Moved, Answer: oneLine(r.Message, 100)}
+			row := ControlRow{ID: a.ID, Variant: a.Variant, Reached: len(r.Reached), Moved: r.Moved, Answer: oneLine(unquoteAnswer(r.Message), 120)}
 			if r.Err != nil {
 				row.Error = r.Err.Error()
 			}
@@ -125,6 +126,24 @@ func (b *Bench) Controls(ctx context.Context) ([]ControlRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// unquoteAnswer undoes the quoting of the bank's answer in a runner
+// message ("answered with a result: \"{...}\""), for readability.
+func unquoteAnswer(msg string) string {
+	head, quoted, ok := strings.Cut(msg, ": ")
+	if !ok {
+		return msg
+	}
+	if s, err := strconv.Unquote(strings.TrimSuffix(quoted, "…")); err == nil {
+		return head + ": " + s
+	}
+	if i := strings.LastIndex(quoted, "\"… ("); i > 0 { // cut by the runner: "…"… (N bytes)
+		if s, err := strconv.Unquote(quoted[:i+1]); err == nil {
+			return head + ": " + s + "…"
+		}
+	}
+	return msg
 }
 
 func oneLine(s string, n int) string {

@@ -74,7 +74,7 @@ func claimsTable(b *strings.Builder, claims []Claim, link string) {
 func attacksTable(b *strings.Builder, rows []AttackRow) {
 	b.WriteString("<a id=\"attacks\"></a>\n## Attacks through the proxy\n\n")
 	b.WriteString("Each attack is one request an agent could send to move money or reach the bank past the gate (catalogue: `internal/attacks`).\n\n")
-	b.WriteString("| Attack | Expected rule | Actual rule | Reached server | Money moved | Receipt |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| Attack | What it tries | Expected rule | Actual rule | Reached server | Money moved (cents) | Receipt |\n|---|---|---|---|---|---|---|\n")
 	for _, a := range rows {
 		reached := "never"
 		if a.Reached > 0 {
@@ -84,21 +84,22 @@ func attacksTable(b *strings.Builder, rows []AttackRow) {
 		if actual != a.ExpectedRule {
 			actual = "**" + orDash(actual) + "**"
 		}
-		fmt.Fprintf(b, "| `%s` | `%s` | %s | %s | %d | %s |\n", a.ID, a.ExpectedRule, actual, reached, a.Moved, orDash(a.Receipt))
+		fmt.Fprintf(b, "| `%s` | %s | `%s` | %s | %s | %d | %s |\n", a.ID, cell(a.Description), a.ExpectedRule, actual, reached, a.Moved, orDash(a.Receipt))
 	}
 	b.WriteString("\n")
 }
 
 func controlsTable(b *strings.Builder, rows []ControlRow) {
 	b.WriteString("<a id=\"controls\"></a>\n## Control runs without the gate\n\n")
-	b.WriteString("The attacks that move money, sent straight to a fresh fixture bank: the bank is unsafe on purpose, so these show that the gate is what stops them.\n\n")
-	b.WriteString("| Attack | Variant | Reached server | Money moved (cents) | Bank's answer |\n|---|---|---|---|---|\n")
+	b.WriteString("The attacks that move money, sent straight to a fresh fixture bank: the bank is unsafe on purpose, so these show that the gate is what stops them. " +
+		"Money moved is the sum of the absolute balance changes: a transfer of N cents between two accounts counts 2N.\n\n")
+	b.WriteString("| Attack | Variant | Messages the bank received | Money moved (cents) | Bank's answer |\n|---|---|---|---|---|\n")
 	for _, c := range rows {
 		answer := c.Answer
 		if c.Error != "" {
 			answer = "error: " + c.Error
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %d messages | %d | %s |\n", c.ID, orDash(c.Variant), c.Reached, c.Moved, cell(answer))
+		fmt.Fprintf(b, "| `%s` | %s | %d | %d | %s |\n", c.ID, orDash(c.Variant), c.Reached, c.Moved, cell(answer))
 	}
 	b.WriteString("\n")
 }
@@ -146,7 +147,7 @@ func num(v float64, unit string) string {
 }
 
 func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 func orDash(s string) string {
