@@ -92,6 +92,23 @@ type anchorWorld struct {
 
 func newAnchorWorld(t testing.TB, as ...*agent) *anchorWorld {
 	t.Helper()
+	enrolled := agents{}
+	for _, a := range as {
+		enrolled[a.id()] = a.pub()
+	}
+	l, vkey := openLedger(t, enrolled)
+	w := &anchorWorld{t: t, log: l, logVKey: vkey}
+	for _, name := range []string{"witness-a.test", "witness-b.test"} {
+		s, v := newWitness(t, name)
+		w.witnesses, w.wVKeys = append(w.witnesses, s), append(w.wVKeys, v)
+	}
+	return w
+}
+
+// openLedger opens a new ledger with a new log key, enrolling the given
+// agents, and returns it with the log's verifier key.
+func openLedger(t testing.TB, enrolled agents) (*ledger.Log, string) {
+	t.Helper()
 	skey, vkey, err := ledger.GenerateKey(origin)
 	if err != nil {
 		t.Fatal(err)
@@ -100,21 +117,12 @@ func newAnchorWorld(t testing.TB, as ...*agent) *anchorWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enrolled := agents{}
-	for _, a := range as {
-		enrolled[a.id()] = a.pub()
-	}
 	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Signer: signer, Agents: enrolled})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	w := &anchorWorld{t: t, log: l, logVKey: vkey}
-	for _, name := range []string{"witness-a.test", "witness-b.test"} {
-		s, v := newWitness(t, name)
-		w.witnesses, w.wVKeys = append(w.witnesses, s), append(w.wVKeys, v)
-	}
-	return w
+	return l, vkey
 }
 
 // newWitness generates a witness key; its vkey is of type cosignature/v1.

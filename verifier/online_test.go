@@ -65,21 +65,7 @@ func (w *world) pub() ed25519.PublicKey { return w.key.Public().(ed25519.PublicK
 // serveLedger opens a new ledger enrolling pub and serves it.
 func serveLedger(t testing.TB, pub ed25519.PublicKey) (*ledger.Log, ledgerv1connect.LedgerServiceClient, note.Verifier) {
 	t.Helper()
-	skey, vkey, err := ledger.GenerateKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{
-		Origin: origin, Signer: signer, Agents: agents{agentkey.KeyID(pub): pub},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, vkey := openLedger(t, agents{agentkey.KeyID(pub): pub})
 	path, h := rpc.New(l, nil).Handler(nil)
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
