@@ -56,6 +56,32 @@ func TestExportVerifyWithOmniwitness(t *testing.T) {
 	if code, msg := verify(out); code != 0 || !strings.Contains(msg, "covers seq 1..5") || !strings.Contains(msg, "cosigned by "+strings.SplitN(wit.VKey, "+", 3)[0]) {
 		t.Fatalf("verify of the intact export: exit %d, want 0, covering seq 1..5, cosigned by the witness:\n%s", code, msg)
 	}
+	// The witness's line is ignored, and named, when its key is not given;
+	// a forged one (a bit of its signature flipped) fails.
+	code, msg = runBankdoor(t, w.dir, "verify", out, "--pub", pub, "--checkpoint", filepath.Join(out, "checkpoint"), "--log-key", w.logVKey())
+	witName := strings.SplitN(wit.VKey, "+", 2)[0]
+	if code != 0 || !strings.Contains(msg, "ignored 1 cosignature(s) by keys not given with --witness-key: "+witName+"+") {
+		t.Errorf("verify without --witness-key: exit %d, want 0 and the witness's line named as ignored:\n%s", code, msg)
+	}
+	cp, err := os.ReadFile(filepath.Join(out, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(t.TempDir(), "forged-checkpoint")
+	i := strings.Index(string(cp), "— "+witName+" ") + len("— "+witName+" ") + 20
+	if cp[i] == 'A' {
+		cp[i] = 'B'
+	} else {
+		cp[i] = 'A'
+	}
+	if err := os.WriteFile(forged, cp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, msg = runBankdoor(t, w.dir, "verify", out, "--pub", pub, "--checkpoint", forged, "--log-key", w.logVKey(), "--witness-key", wit.VKey)
+	if code != 1 || !strings.Contains(msg, "invalid witness cosignature: the line by witness "+witName) {
+		t.Errorf("verify with a forged cosignature: exit %d, want 1 naming the witness's line:\n%s", code, msg)
+	}
+
 	// Without --log-key the export is written unchecked, with an empty
 	// log.vkey; verify, with the auditor's keys, passes all the same.
 	unchecked := filepath.Join(t.TempDir(), "unchecked")
