@@ -403,6 +403,18 @@ func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
 	}
 }
 
+// An agent whose first receipt is newer than the checkpoint: nothing to
+// export, and Export says why.
+func TestExportBeforeTheAgentsFirstReceipt(t *testing.T) {
+	a, b := newAgent(t), newAgent(t)
+	w := newAnchorWorld(t, a, b)
+	w.append(b.next(t, 2))
+	cp, size := w.cosigned(), w.log.Size()
+	w.append(a.next(t, 1))
+	_, _, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.id(), cp, size)
+	wantFailure(t, err, "holds no receipt of key_id "+a.id()+" yet")
+}
+
 // A chain spread over more than one GetEntries page (1024 entries).
 func TestBundleAcrossPages(t *testing.T) {
 	a, b := newAgent(t), newAgent(t)

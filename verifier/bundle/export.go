@@ -62,6 +62,9 @@ func Export(ctx context.Context, src Source, keyID string, checkpoint []byte, si
 	}
 	w := &walker{src: src, keyID: keyID}
 	receipts, head, err := w.chain(ctx, min(start, size-1))
+	if err != nil && start >= size && len(w.indexes) == 0 {
+		return nil, nil, fmt.Errorf("export: the checkpoint (size %d) holds no receipt of key_id %s yet: its receipts came later; export again once a newer checkpoint is cosigned", size, keyID)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
