@@ -154,39 +154,34 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// latencyCase is one timed kind of tools/call.
-type latencyCase struct {
-	id, name string
-	cmd      *exec.Cmd
-	params   *mcp.CallToolParams
-	denied   bool
-}
-
-// Latency times calls tools/call of each case in turn, over real stdio
-// with the SDK client: an allowed read straight to the fixture, the same
-// read through the proxy, and a denied transfer through the proxy (its
-// receipt fsynced before the answer). It returns the three distributions
-// in µs, the ratio proxied/direct at p50 and p99, and the chart series.
+// Latency times calls tools/call of each case, over real stdio with the
+// SDK client: an allowed read straight to the fixture, the same read
+// through the proxy, and a denied transfer through the proxy (its receipt
+// fsynced before the answer). The three sessions run side by side and
+// the calls are interleaved (direct, proxied, deny, direct, ...), so a
+// change in the machine's load hits all three alike. It returns the
+// distributions in µs, the ratios proxied/direct and the chart series.
 func (b *Bench) Latency(ctx context.Context, calls int) ([]Measurement, []Series, error) {
 	read := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account_id": "acc_checking"}}
 	write := &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 1}}
-	receipts := filepath.Join(b.Work, "latency", "receipts")
-	cases := []latencyCase{
-		{"latency-direct", "direct: allowed read, no proxy", b.fixture("latency-direct", "").Command(), read, false},
-		{"latency-proxied", "proxied: allowed read through the gate", b.proxy(b.fixture("latency-proxied", ""), receipts).Command(), read, false},
-		{"latency-deny", "deny: transfer refused, receipt fsynced", b.proxy(b.fixture("latency-deny", ""), receipts).Command(), write, true},
+	// Two proxies at once: each has its own receipts directory (and so
+	// its own embedded ledger next to it).
+	receipts := func(name string) string { return filepath.Join(b.Work, "latency", name, "receipts") }
+	cases := []*latencyCase{
+		{id: "latency-direct", name: "direct: allowed read, no proxy", cmd: b.fixture("latency-direct", "").Command(), params: read},
+		{id: "latency-proxied", name: "proxied: allowed read through the gate", cmd: b.proxy(b.fixture("latency-proxied", ""), receipts("proxied")).Command(), params: read},
+		{id: "latency-deny", name: "deny: transfer refused, receipt fsynced", cmd: b.proxy(b.fixture("latency-deny", ""), receipts("deny")).Command(), params: write, denied: true},
+	}
+	b.progress("latency: %d calls each, interleaved: direct read, proxied read, deny", calls)
+	if err := timeInterleaved(ctx, cases, calls); err != nil {
+		return nil, nil, err
 	}
 	var ms []Measurement
 	var chart []Series
 	for _, c := range cases {
-		b.progress("latency: %d calls, %s", calls, c.name)
-		lat, err := timeCalls(ctx, c, calls)
-		if err != nil {
-			return nil, nil, err
-		}
-		dist := Distribution(lat, time.Microsecond) // sorts lat
-		chart = append(chart, Series{Name: strings.SplitN(c.name, ":", 2)[0], Samples: micros(lat)})
-		ms = append(ms, Measurement{ID: c.id, Section: "latency", What: c.name, Status: StatusMeasured, Unit: "µs", N: len(lat), Dist: dist})
+		dist := Distribution(c.lat, time.Microsecond) // sorts c.lat
+		chart = append(chart, Series{Name: strings.SplitN(c.name, ":", 2)[0], Samples: micros(c.lat)})
+		ms = append(ms, Measurement{ID: c.id, Section: "latency", What: c.name, Status: StatusMeasured, Unit: "µs", N: len(c.lat), Dist: dist})
 	}
 	d, p := ms[0].Dist, ms[1].Dist
 	ms = append(ms,
@@ -198,27 +193,53 @@ func (b *Bench) Latency(ctx context.Context, calls int) ([]Measurement, []Series
 	return ms, chart, nil
 }
 
-// timeCalls starts c's program, makes 10 untimed calls to warm it up,
-// then times n calls one after the other.
-func timeCalls(ctx context.Context, c latencyCase, n int) ([]time.Duration, error) {
-	s, err := mcptest.Start(ctx, c.cmd, nil)
-	if err != nil {
-		return nil, err
-	}
-	lat := make([]time.Duration, 0, n)
-	for i := range n + 10 {
-		start := time.Now()
-		res, err := s.Client().CallTool(ctx, c.params)
-		d := time.Since(start)
-		if c.denied != (err != nil) || (err == nil && res.IsError) {
-			s.Close()
-			return nil, fmt.Errorf("latency case %q: tools/call %s: error %v, result %+v", c.id, c.params.Name, err, res)
-		}
-		if i >= 10 {
-			lat = append(lat, d)
+// latencyCase is one timed kind of tools/call and its samples.
+type latencyCase struct {
+	id, name string
+	cmd      *exec.Cmd
+	params   *mcp.CallToolParams
+	denied   bool
+	sess     *mcptest.Session
+	lat      []time.Duration
+}
+
+// timeInterleaved starts every case's program, makes 10 untimed rounds
+// to warm them up, then times n rounds of one call per case.
+func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err error) {
+	for _, c := range cases {
+		if c.sess, err = mcptest.Start(ctx, c.cmd, nil); err != nil {
+			break
 		}
 	}
-	return lat, errors.Join(s.Close())
+	defer func() {
+		for _, c := range cases {
+			if c.sess != nil {
+				err = errors.Join(err, c.sess.Close())
+			}
+		}
+	}()
+	for i := 0; err == nil && i < n+10; i++ {
+		for _, c := range cases {
+			if err = c.call(ctx, i >= 10); err != nil {
+				break
+			}
+		}
+	}
+	return err
+}
+
+// call makes one call and, if timed, records its latency.
+func (c *latencyCase) call(ctx context.Context, timed bool) error {
+	start := time.Now()
+	res, err := c.sess.Client().CallTool(ctx, c.params)
+	d := time.Since(start)
+	if c.denied != (err != nil) || (err == nil && res.IsError) {
+		return fmt.Errorf("latency case %q: tools/call %s: error %v, result %+v", c.id, c.params.Name, err, res)
+	}
+	if timed {
+		c.lat = append(c.lat, d)
+	}
+	return nil
 }
 
 // micros returns lat (sorted) in microseconds.
