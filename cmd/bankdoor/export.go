@@ -48,6 +48,9 @@ func cmdExport(e *env, args []string) int {
 	if !required(e, fs, "key-id", "out") {
 		return exitUsage
 	}
+	if len(*keyID) != 16 || strings.Trim(*keyID, "0123456789abcdef") != "" {
+		return fail(e, exitUsage, "export: --key-id %q is not a key_id: 16 lower-case hex digits, as in the agent's receipts (bankdoor keygen prints it)", *keyID)
+	}
 	src, logKey, closeSrc, err := exportSource(&remote, *db, *keyFile, pol.logKey)
 	if err != nil {
 		return fail(e, exitUsage, "export: %v", err)
