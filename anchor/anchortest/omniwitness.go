@@ -15,6 +15,8 @@ import (
 
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/mcptest"
 )
 
 // OmniwitnessPkg is the real third-party witness the interop tests run,
@@ -59,7 +61,7 @@ type Omniwitness struct {
 	Name string // its key name
 	VKey string // its cosignature/v1 verifier key
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *mcptest.SyncBuffer
 }
 
 // StartOmniwitness runs the real omniwitness on 127.0.0.1 with a new key
@@ -81,7 +83,7 @@ func RunOmniwitness(bin, dir, name, logVKey string) (*Omniwitness, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Omniwitness{Name: name, out: &syncBuffer{}}
+	w := &Omniwitness{Name: name, out: &mcptest.SyncBuffer{}}
 	if w.VKey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
 		return nil, err
 	}
@@ -164,22 +166,4 @@ func waitListening(addr string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("not listening on %s within 20s", addr)
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and our reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -37,7 +37,7 @@ type Session struct {
 	cmd    *exec.Cmd
 	stdin  *lineWriter
 	client *mcp.ClientSession
-	stderr syncBuffer
+	stderr SyncBuffer
 
 	ids         atomic.Int64
 	rawMu       sync.Mutex // one raw exchange at a time; guards unsolicited
@@ -221,19 +221,20 @@ func (l *lineWriter) Close() error {
 	return l.w.Close()
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent use: a child process's
+// output copier writes while a test reads.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
