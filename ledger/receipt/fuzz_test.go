@@ -72,7 +72,7 @@ func TestFuzzCorpus(t *testing.T) {
 }
 
 // corpusBytes decodes a one-value "go test fuzz v1" file holding []byte.
-func corpusBytes(t *testing.T, path string) []byte {
+func corpusBytes(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -154,15 +154,17 @@ func truncate(s string, max int) string {
 	return s[:i] + ellipsis
 }
 
+// ErrSignature is wrapped by the error of a receipt whose signature does
+// not verify.
+var ErrSignature = errors.New("signature does not verify")
+
 // Verify checks that r is signed by pub: r.KeyID must be pub's key_id and
 // r.Sig a valid Ed25519 signature over the canonical JSON of r without
-// its sig member.
+// its sig member. A signature that does not verify gives an error
+// wrapping ErrSignature. To check a receipt file, Open is faster.
 func (r *Receipt) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize {
-		return errors.New("verify receipt: not an Ed25519 public key")
-	}
-	if want := agentkey.KeyID(pub); r.KeyID != want {
-		return fmt.Errorf("key_id %s does not match the public key's key_id %s", r.KeyID, want)
+	if err := r.checkKey(pub); err != nil {
+		return err
 	}
 	if err := r.check(true); err != nil {
 		return err
@@ -172,9 +174,24 @@ func (r *Receipt) Verify(pub ed25519.PublicKey) error {
 		return err
 	}
 	if !ed25519.Verify(pub, msg, r.Sig) {
-		return fmt.Errorf("signature does not verify with key_id %s", r.KeyID)
+		return r.sigError()
 	}
 	return nil
+}
+
+// checkKey checks that pub is an Ed25519 public key with r's key_id.
+func (r *Receipt) checkKey(pub ed25519.PublicKey) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return errors.New("verify receipt: not an Ed25519 public key")
+	}
+	if want := agentkey.KeyID(pub); r.KeyID != want {
+		return fmt.Errorf("key_id %s does not match the public key's key_id %s", r.KeyID, want)
+	}
+	return nil
+}
+
+func (r *Receipt) sigError() error {
+	return fmt.Errorf("%w with key_id %s", ErrSignature, r.KeyID)
 }
 
 // encode returns the JCS canonical JSON of r, with or without member sig.
