@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -125,17 +126,23 @@ func (l *Log) check(pos int, data []byte) (item, error) {
 		return item{}, fmt.Errorf("%w: receipt %d is %d bytes, over the %d-byte limit; send receipt files unchanged",
 			ErrInvalid, pos, len(data), receipt.MaxSize)
 	}
-	r, err := receipt.Parse(data)
-	if err != nil {
+	var seq uint64 // for the message if the signature fails
+	r, err := receipt.Open(data, func(r *receipt.Receipt) (ed25519.PublicKey, error) {
+		seq = r.Seq
+		pub, ok := l.opts.Agents.Lookup(r.KeyID)
+		if !ok {
+			return nil, fmt.Errorf("%w: receipt %d (seq %d, key_id %s): enroll the agent's public key (bankdoor.pub.pem) in --agents",
+				ErrUnknownKey, pos, r.Seq, r.KeyID)
+		}
+		return pub, nil
+	})
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return item{}, err
+	case errors.Is(err, receipt.ErrSignature):
+		return item{}, fmt.Errorf("%w: receipt %d (seq %d): %w", ErrInvalid, pos, seq, err)
+	case err != nil:
 		return item{}, fmt.Errorf("%w: receipt %d: %w; send the receipt file's bytes unchanged", ErrInvalid, pos, err)
-	}
-	pub, ok := l.opts.Agents.Lookup(r.KeyID)
-	if !ok {
-		return item{}, fmt.Errorf("%w: receipt %d (seq %d, key_id %s): enroll the agent's public key (bankdoor.pub.pem) in --agents",
-			ErrUnknownKey, pos, r.Seq, r.KeyID)
-	}
-	if err := r.Verify(pub); err != nil {
-		return item{}, fmt.Errorf("%w: receipt %d (seq %d, key_id %s): %w", ErrInvalid, pos, r.Seq, r.KeyID, err)
 	}
 	var leaf [32]byte
 	copy(leaf[:], hasher.HashLeaf(data))

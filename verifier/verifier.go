@@ -174,15 +174,20 @@ func (c *chain) add(name string, b []byte) error {
 // parse parses b and checks its key_id and signature. It does not change
 // c, so calls may run in parallel.
 func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
-	r, err := receipt.Parse(b)
-	if err != nil {
-		return nil, &Error{name, err.Error()}
-	}
-	if r.KeyID != c.rep.KeyID {
-		return nil, &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
-	}
-	if err := r.Verify(c.pub); err != nil {
+	r, err := receipt.Open(b, func(r *receipt.Receipt) (ed25519.PublicKey, error) {
+		if r.KeyID != c.rep.KeyID {
+			return nil, &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
+		}
+		return c.pub, nil
+	})
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return nil, e
+	case errors.Is(err, receipt.ErrSignature):
 		return nil, &Error{name, "signature does not verify with the --pub key"}
+	case err != nil:
+		return nil, &Error{name, err.Error()}
 	}
 	return r, nil
 }
