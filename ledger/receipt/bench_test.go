@@ -40,3 +40,15 @@ func BenchmarkWriterWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpen is BenchmarkParseVerify's work done by Open, which
+// verifies the file's bytes instead of re-encoding them.
+func BenchmarkOpen(b *testing.B) {
+	file := exampleFiles(b)[0]
+	key := openWith(testPub())
+	for b.Loop() {
+		if _, err := Open(file, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -102,7 +102,8 @@ func decode(b []byte) (*Receipt, [2]int, error) {
 		return nil, sig, errors.New("receipt is not a JSON object")
 	}
 	r := new(Receipt)
-	seen := make(map[string]bool)
+	names := members()
+	var seen uint32 // bit i: names[i] was read
 	for d.PeekKind() != '}' {
 		start := d.InputOffset()
 		name, err := d.ReadToken()
@@ -114,7 +115,8 @@ func decode(b []byte) (*Receipt, [2]int, error) {
 		if err != nil {
 			return nil, sig, err
 		}
-		if !slices.Contains(members(), n) {
+		i := slices.Index(names, n)
+		if i < 0 {
 			return nil, sig, fmt.Errorf("receipt has unknown member %q", n)
 		}
 		if err := r.set(n, v); err != nil {
@@ -123,10 +125,10 @@ func decode(b []byte) (*Receipt, [2]int, error) {
 		if n == "sig" {
 			sig = [2]int{int(start), int(d.InputOffset())}
 		}
-		seen[n] = true
+		seen |= 1 << i
 	}
-	for _, m := range members() {
-		if !seen[m] {
+	for i, m := range names {
+		if seen&(1<<i) == 0 {
 			return nil, sig, fmt.Errorf("receipt has no member %q", m)
 		}
 	}
