@@ -32,11 +32,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
@@ -98,17 +96,8 @@ func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error)
 	if len(names) == 0 {
 		return nil, &Error{Reason: "no receipts in " + dir}
 	}
-	c := &chain{pub: pub, opts: opts, rep: &Report{Dir: dir, KeyID: agentkey.KeyID(pub), FirstSeq: 1}}
-	for _, name := range names {
-		b, err := readReceipt(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.add(name, b); err != nil {
-			return nil, err
-		}
-	}
-	return c.rep, nil
+	rep, _, err := verifyFiles(dir, names, pub, opts, nil)
+	return rep, err
 }
 
 // receiptFiles returns the receipt file names in dir in seq order. Any
@@ -160,15 +149,6 @@ type chain struct {
 	opts Options
 	rep  *Report
 	last string // file name of the last receipt checked, "" if none
-}
-
-// add checks the receipt file name with content b, the next in seq order.
-func (c *chain) add(name string, b []byte) error {
-	r, err := c.parse(name, b)
-	if err != nil {
-		return err
-	}
-	return c.accept(name, b, r)
 }
 
 // parse parses b and checks its key_id and signature. It does not change
