@@ -1,10 +1,10 @@
 // Package anchortest helps test implementations of anchor.CosignatureStore:
 // TestCosignatureStore is the contract every store must pass (the ledger's
 // bbolt store runs it too), and MemStore is the in-memory store the anchor's
-// own tests use. NewOmniwitness and StartOmniwitness build and run the real
-// third-party witness (github.com/transparency-dev/witness cmd/omniwitness,
-// at the version go.mod pins) for the interop tests of this module. Nothing
-// here is durable; do not use it in production.
+// own tests use. NewOmniwitness and StartOmniwitness build (once per test
+// binary) and run the real third-party witness with package
+// internal/omniwitness, for the interop tests of this module. Nothing here
+// is durable; do not use it in production.
 package anchortest
 
 import (

@@ -14,16 +14,19 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/internal/omniwitness"
 	"github.com/bankdoor/bankdoor/internal/report"
 )
 
 const reportSynopsis = `report [--quick|--full] [--out DIR] [--readme FILE] [--fixture BIN] [--policy P] [--witness BIN] [--work DIR]
 
 Runs the attack catalogue through this binary's proxy and straight to the
-fixture bank, times tools/call direct and proxied, measures the ledger,
-anchoring to a real omniwitness and offline verification, and writes DIR/bankdoor.md, DIR/bankdoor.json and
-DIR/latency.svg; it rewrites the <!-- report:begin --> block of the README.
-No network; fresh keys in a temporary directory. Run it from the module
+fixture bank, times tools/call direct, proxied and denied over stdio and
+over streamable HTTP (proxy --listen), measures the ledger, anchoring to
+a real omniwitness and offline verification, and writes DIR/bankdoor.md,
+DIR/bankdoor.json and DIR/latency.svg; it rewrites the
+<!-- report:begin --> block of the README. Nothing leaves the machine
+(HTTP on 127.0.0.1 only); fresh keys in a temporary directory. Run it from the module
 root (go run ./cmd/bankdoor report): without --fixture it builds
 ./fixtures/bank-server with the go command into the working directory,
 and (except with --quick) the omniwitness that go.mod pins as a tool,
@@ -146,10 +149,6 @@ func reportBench(ctx context.Context, e *env, f reportFlags, work string) (*repo
 	return b, root, nil
 }
 
-// omniwitnessPkg is the witness the anchor is tested against, at the
-// version go.mod pins with its tool directive.
-const omniwitnessPkg = "github.com/transparency-dev/witness/cmd/omniwitness"
-
 // reportWitness returns --witness, or builds omniwitness into work, or
 // says why anchoring is not measured.
 func reportWitness(ctx context.Context, e *env, f reportFlags, root, work string) report.Witness {
@@ -161,16 +160,11 @@ func reportWitness(ctx context.Context, e *env, f reportFlags, root, work string
 	case root == "":
 		return report.Witness{Skipped: "no --witness given and not run inside the bankdoor module, so omniwitness cannot be built"}
 	}
-	fmt.Fprintf(e.stderr, "report: building %s (offline, from the module cache)\n", omniwitnessPkg)
+	fmt.Fprintf(e.stderr, "report: building %s (offline, from the module cache)\n", omniwitness.Pkg)
 	bin := filepath.Join(work, "omniwitness")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, omniwitnessPkg)
-	cmd.Dir = root
-	// Its SQLite is modernc.org/sqlite, pure Go; GOPROXY=off keeps the
-	// build offline: it uses the module cache or fails.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOPROXY=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		return report.Witness{Skipped: fmt.Sprintf("go build %s failed offline (%v: %s)", omniwitnessPkg, err, first)}
+	if err := omniwitness.Build(ctx, root, bin); err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return report.Witness{Skipped: first}
 	}
 	return report.Witness{Bin: bin}
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/anchor"
-	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	"github.com/bankdoor/bankdoor/internal/omniwitness"
 )
 
 // witnessName is the key name of the report's omniwitness.
@@ -20,11 +20,11 @@ const witnessName = "witness.report.bankdoor.invalid"
 
 // Anchoring appends one receipt at a time to a fresh log and, after each,
 // times anchor.Anchorer.Anchor of the new checkpoint against a real
-// omniwitness (the binary omniwitness, listening on 127.0.0.1 with a new
-// key and SQLite file): consistency proof, add-checkpoint, cosignature
+// omniwitness (the binary bin, run by package internal/omniwitness on
+// 127.0.0.1 with a new key and SQLite file): consistency proof, add-checkpoint, cosignature
 // check and store. Each cosigned checkpoint must then satisfy a policy
 // of the log key and the witness key with quorum 1.
-func (lb *LedgerBench) Anchoring(ctx context.Context, omniwitness string, n int) (Measurement, error) {
+func (lb *LedgerBench) Anchoring(ctx context.Context, bin string, n int) (Measurement, error) {
 	lb.progress("anchor: %d checkpoints cosigned by a real omniwitness", n)
 	bl, err := openLog(lb.Dir, "anchor", 0)
 	if err != nil {
@@ -35,7 +35,7 @@ func (lb *LedgerBench) Anchoring(ctx context.Context, omniwitness string, n int)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Measurement{}, err
 	}
-	w, err := anchortest.RunOmniwitness(omniwitness, dir, witnessName, bl.vkey)
+	w, err := omniwitness.Start(bin, dir, witnessName, bl.vkey)
 	if err != nil {
 		return Measurement{}, err
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestBolt(t *testing.T) {
-	TestStorage(t, func(t *testing.T) Store {
+	testStorage(t, func(t *testing.T) Store {
 		s, err := OpenBolt(filepath.Join(t.TempDir(), "ledger.db"), false)
 		if err != nil {
 			t.Fatal(err)

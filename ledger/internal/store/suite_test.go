@@ -11,10 +11,12 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 )
 
-// TestStorage tests a Store backend. open must return a new, empty store;
-// TestStorage closes it. Every backend's tests call it, as sumdb/storage's
-// TestStorage is called by each of its implementations.
-func TestStorage(t *testing.T, open func(t *testing.T) Store) {
+// testStorage tests a Store backend. open must return a new, empty store;
+// testStorage closes it. Every backend's tests call it, as sumdb/storage's
+// TestStorage is called by each of its implementations. It lives in a
+// _test.go file so that the testing package is not linked into bankdoor
+// (every backend is in this package, so its tests can reach it).
+func testStorage(t *testing.T, open func(t *testing.T) Store) {
 	tests := []struct {
 		name string
 		fn   func(*testing.T, Store)
