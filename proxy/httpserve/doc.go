@@ -5,17 +5,20 @@
 //
 // # Requests and refusals
 //
-// Every request is checked in this order, and refused before its body is
-// read when a check fails; a refused request never reaches a relay, let
-// alone the bank server. The body of a refusal is one line of text
-// starting "bankdoor: " that says what was wrong and how to fix it.
+// Every request is checked in this order, and refused when a check fails.
+// The body of a refusal is one line of text starting "bankdoor: " that
+// says what was wrong and how to fix it, and a refused request never
+// reaches a relay, let alone the bank server; the two refusals marked *
+// are the exception described below.
 //
 //	Origin header present and not in Config.Origins     403 Forbidden (DNS rebinding)
 //	Authorization not "Bearer TOKEN" of the tokens file  401 Unauthorized, WWW-Authenticate: Bearer
 //	method other than POST, GET, DELETE                 405 Method Not Allowed
 //	POST: Content-Type not application/json             415 Unsupported Media Type
-//	POST: body longer than Config.MaxBody               413 Content Too Large
-//	POST: body not one JSON object (batches too)        400 Bad Request
+//	POST: body longer than Config.MaxBody               413 Content Too Large *
+//	POST: body not one JSON-RPC message the relay can
+//	  read (not JSON, trailing bytes, a batch, a
+//	  duplicate or unknown member, a bad id)            400 Bad Request *
 //	POST/GET/DELETE without Mcp-Session-Id, except
 //	  the POST of initialize that starts a session      400 Bad Request
 //	Mcp-Session-Id unknown, ended, idled out, or
@@ -27,6 +30,24 @@
 //	GET without Accept: text/event-stream               406 Not Acceptable
 //	GET while the session has a stream open             409 Conflict
 //	the session's relay ended (bank server gone)        502 Bad Gateway
+//
+// The checks up to the Content-Type come before the body is read, and the
+// body is never read past Config.MaxBody. Whether a body is a message the
+// relay can read is decided by the relay's own reader
+// ([proxy.ReadEnvelope]), not by a second parser here.
+//
+// * Within a valid session (an Mcp-Session-Id of this agent's open
+// sessions), a body the relay cannot read goes to the session's relay as a
+// line of the stdio transport would (a body too large, as the relay's
+// FrameTooLargeError: its bytes past the limit are never read). The relay's
+// frame checks deny it with frame.parse, frame.invalid or frame.too_large
+// and write a receipt, as over stdio, and the refusal (400 or 413) carries
+// the relay's answer as its application/json body: a JSON-RPC error with id
+// null naming the rule and the receipt, which the transport spec allows in
+// a 400. Each such body gets its own key, and the relay answers every frame
+// it cannot read before it reads the next, so each answer goes back on the
+// request that sent its body even when several are in flight. Without a
+// valid session the refusal is the text one.
 //
 // A POSTed request is answered with 200 and its JSON-RPC answer as
 // application/json, including the gate's denials (a JSON-RPC error naming

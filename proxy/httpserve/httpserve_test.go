@@ -136,9 +136,10 @@ func TestRefusals(t *testing.T) {
 		{"no token", req{method: "POST", session: sidA, ctype: "application/json", body: call}, 401, "missing bearer token"},
 		{"bad token", req{method: "POST", token: "nope", session: sidA, ctype: "application/json", body: call}, 401, "unknown bearer token"},
 		{"wrong content type", req{method: "POST", token: tokenA, session: sidA, ctype: "text/plain", body: call}, 415, `Content-Type "text/plain" is not application/json`},
-		{"oversized body", req{method: "POST", token: tokenA, session: sidA, ctype: "application/json", body: `{"x":"` + strings.Repeat("a", 2000) + `"}`}, 413, "body is longer than 1024 bytes"},
-		{"not JSON", req{method: "POST", token: tokenA, session: sidA, ctype: "application/json", body: `{"jsonrpc":`}, 400, "not one JSON-RPC message"},
-		{"batch", req{method: "POST", token: tokenA, session: sidA, ctype: "application/json", body: "[" + call + "]"}, 400, "batches are not accepted"},
+		// Within a session these three go to the relay (TestUnreadableBodies).
+		{"oversized body, no session", req{method: "POST", token: tokenA, ctype: "application/json", body: `{"x":"` + strings.Repeat("a", 2000) + `"}`}, 413, "body is longer than 1024 bytes"},
+		{"not JSON, unknown session", req{method: "POST", token: tokenA, session: "feed", ctype: "application/json", body: `{"jsonrpc":`}, 400, "not one JSON-RPC message"},
+		{"batch, another agent's session", req{method: "POST", token: tokenB, session: sidA, ctype: "application/json", body: "[" + call + "]"}, 400, "JSON-RPC batches are not relayed"},
 		{"missing session id", req{method: "POST", token: tokenA, ctype: "application/json", body: call}, 400, "missing Mcp-Session-Id header"},
 		{"unknown session id", req{method: "POST", token: tokenA, session: "feed", ctype: "application/json", body: call}, 404, "unknown session id"},
 		{"another agent's session", req{method: "POST", token: tokenB, session: sidA, ctype: "application/json", body: call}, 404, "unknown session id"},

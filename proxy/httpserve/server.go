@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bankdoor/bankdoor/internal/jsonobj"
 	"github.com/bankdoor/bankdoor/proxy"
 )
 
@@ -194,33 +193,35 @@ func (s *Server) end(ss *session) {
 	s.mu.Unlock()
 }
 
-// readMessage reads and splits a POST body: one JSON-RPC message.
-func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) ([]byte, jsonobj.Object, *httpError) {
+// readBody reads a POST body of at most Config.MaxBody bytes; the rest of
+// a longer one is never read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, nil, &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", r.Header.Get("Content-Type"))}
+		return nil, &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", r.Header.Get("Content-Type"))}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body is longer than %d bytes", s.cfg.MaxBody)}
+		return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body is longer than %d bytes", s.cfg.MaxBody)}
 	}
 	if err != nil {
-		return nil, nil, &httpError{http.StatusBadRequest, "reading the body: " + err.Error()}
+		return nil, &httpError{http.StatusBadRequest, "reading the body: " + err.Error()}
 	}
-	obj, err := jsonobj.ParseLenient(body)
-	if err != nil {
-		return nil, nil, &httpError{http.StatusBadRequest, "body is not one JSON-RPC message (a JSON object; batches are not accepted): " + err.Error()}
-	}
-	return body, obj, nil
+	return body, nil
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *httpError {
-	body, obj, herr := s.readMessage(w, r)
-	if herr != nil {
+	body, herr := s.readBody(w, r)
+	if herr != nil && herr.status == http.StatusRequestEntityTooLarge {
+		return s.unreadable(w, r, agent, inFrame{err: &proxy.FrameTooLargeError{Max: int(s.cfg.MaxBody)}}, herr)
+	} else if herr != nil {
 		return herr
 	}
-	method, _ := jsonobj.String(obj.Get("method"))
-	id := obj.Get("id")
+	id, method, err := proxy.ReadEnvelope(body)
+	if err != nil {
+		return s.unreadable(w, r, agent, inFrame{msg: body}, &httpError{http.StatusBadRequest,
+			"body is not one JSON-RPC message (one JSON-RPC 2.0 object; batches are not accepted): " + err.Error()})
+	}
 	var ss *session
 	if r.Header.Get("Mcp-Session-Id") == "" && method == "initialize" && id != nil {
 		if ss, herr = s.open(agent); herr != nil {
@@ -240,11 +241,27 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	return s.call(w, r, ss, inFrame{msg: body, key: string(id)})
+	return s.call(w, r, ss, inFrame{msg: body, key: string(id)}, http.StatusOK)
 }
 
-// call relays a request and writes its answer.
-func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inFrame) *httpError {
+// unreadable serves a body the relay cannot read as one message, or one
+// too large to read (f.err): within a valid session it goes to the relay
+// like a stdio line, and the relay denies it with a receipt and answers
+// with id null; that answer is the body of a refusal with herr's status
+// (the transport spec allows a JSON-RPC error without id in a 400). Without
+// a valid session herr itself is the answer.
+func (s *Server) unreadable(w http.ResponseWriter, r *http.Request, agent string, f inFrame, herr *httpError) *httpError {
+	ss, lerr := s.lookup(r, agent)
+	if lerr != nil {
+		return herr
+	}
+	ss.touch(time.Now())
+	f.key = ss.nullKey()
+	return s.call(w, r, ss, f, herr.status)
+}
+
+// call relays a request and writes its answer with status.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inFrame, status int) *httpError {
 	answer, ok := ss.await(f.key)
 	if !ok {
 		return &httpError{http.StatusConflict, fmt.Sprintf("request id %s is already in use by an open request of this session", f.key)}
@@ -256,6 +273,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inF
 	select {
 	case msg := <-answer:
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
 		w.Write(msg)
 		return nil
 	case <-ss.done:

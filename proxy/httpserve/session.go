@@ -2,7 +2,9 @@ package httpserve
 
 import (
 	"io"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/jsonobj"
@@ -13,10 +15,12 @@ import (
 // pins itself, so a lost notification costs the agent freshness only).
 const streamBuffer = 64
 
-// inFrame is one agent message and the key of its id ("" if none).
+// inFrame is one agent message and the key of its id ("" if none), or the
+// error ReadFrame returns in its place (a body too large to read).
 type inFrame struct {
 	msg []byte
 	key string
+	err error
 }
 
 // session is one agent session: the proxy.AgentSide its relay runs on,
@@ -29,6 +33,8 @@ type session struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed when the relay has returned
 	err       error         // why the relay returned; read after done
+
+	nulls atomic.Uint64 // numbers the keys of frames answered with id null
 
 	mu        sync.Mutex
 	waiters   map[string]chan []byte // answers awaited by POSTs, by id key
@@ -51,7 +57,7 @@ func (s *session) ReadFrame() ([]byte, error) {
 		s.mu.Lock()
 		s.current = f.key
 		s.mu.Unlock()
-		return f.msg, nil
+		return f.msg, f.err
 	case <-s.closing:
 		return nil, io.EOF
 	}
@@ -59,8 +65,9 @@ func (s *session) ReadFrame() ([]byte, error) {
 
 // WriteFrame implements proxy.AgentSide: an answer goes to the POST that
 // awaits it (an answer with a null id to the frame being handled, which is
-// the one the relay could not read an id from), anything else to the GET
-// stream.
+// the one the relay could not read an id from: the relay answers each
+// frame it cannot read before it reads the next), anything else to the
+// GET stream.
 func (s *session) WriteFrame(msg []byte) error {
 	msg = append([]byte(nil), msg...)
 	if key, ok := answerKey(msg); ok {
@@ -82,6 +89,11 @@ func (s *session) WriteFrame(msg []byte) error {
 	}
 	return nil
 }
+
+// nullKey returns a fresh key for a frame the relay answers with id null.
+// No JSON id has this form, so it never collides with a request's key, and
+// an answer that comes after its POST gave up never reaches another POST.
+func (s *session) nullKey() string { return "null#" + strconv.FormatUint(s.nulls.Add(1), 10) }
 
 // answerKey returns the id key of a response; ok is false for requests
 // and notifications.
