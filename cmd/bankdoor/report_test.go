@@ -72,7 +72,71 @@ func TestReportQuick(t *testing.T) {
 			t.Errorf("claim %s is %q, want held", id, c.Status)
 		}
 	}
+	checkLatency(t, r, "latency")
+	checkLatency(t, r, "latency-http")
+	for _, id := range []string{"gate-cost", "gate-cost-http", "deny-durable"} {
+		if c := claim(r, id); c.Status != report.StatusMeasured {
+			t.Errorf("claim %s is %q, want measured", id, c.Status)
+		}
+	}
+	checkHTTPReceipts(t, r, work)
 	checkFiles(t, r, out, readme)
+}
+
+// checkLatency checks the latency rows of one transport (PREFIX-direct,
+// -proxied, -deny): each measured over the settings' number of calls,
+// with positive, ordered percentiles; and the ratio rows PREFIX-ratio-p50,
+// -p95 and -p99 each the quotient of the proxied and direct percentiles.
+func checkLatency(t *testing.T, r *report.Report, prefix string) {
+	t.Helper()
+	dists := map[string]*report.Dist{}
+	for _, kind := range []string{"direct", "proxied", "deny"} {
+		m, ok := measurement(r, prefix+"-"+kind)
+		if !ok || m.Status != report.StatusMeasured || m.Unit != "µs" || m.N != r.Settings.Calls || m.Dist == nil {
+			t.Errorf("row %s-%s: %+v (present %v), want measured in µs over %d calls", prefix, kind, m, ok, r.Settings.Calls)
+			continue
+		}
+		if d := m.Dist; !(0 < d.P50 && d.P50 <= d.P95 && d.P95 <= d.P99 && d.P99 <= d.Max) {
+			t.Errorf("row %s: percentiles not positive and ordered: %+v", m.ID, *d)
+		}
+		dists[kind] = m.Dist
+	}
+	d, p := dists["direct"], dists["proxied"]
+	if d == nil || p == nil {
+		return
+	}
+	for q, want := range map[string]float64{"p50": p.P50 / d.P50, "p95": p.P95 / d.P95, "p99": p.P99 / d.P99} {
+		m, ok := measurement(r, prefix+"-ratio-"+q)
+		if !ok || m.Status != report.StatusMeasured || m.Unit != "x" || m.Value <= 0 || m.Value != want {
+			t.Errorf("row %s-ratio-%s: %+v (present %v), want value %v = proxied/direct", prefix, q, m, ok, want)
+		}
+	}
+}
+
+// checkHTTPReceipts checks that every HTTP deny (timed or warm-up) was
+// refused by the listening proxy with a receipt, and that the receipts
+// verify as one chain under the key of its one agent, "report".
+func checkHTTPReceipts(t *testing.T, r *report.Report, work string) {
+	t.Helper()
+	dir := filepath.Join(work, "latency", "http", "receipts", "report")
+	names, err := mcptest.Receipts(dir)
+	if want := r.Settings.Calls + 10; err != nil || len(names) != want { // 10 untimed warm-up rounds
+		t.Errorf("%d receipts in %s (%v), want one per HTTP deny: %d", len(names), dir, err, want)
+	}
+	home := filepath.Join(work, "home")
+	pub := filepath.Join(home, "agents", "report", "bankdoor.pub.pem")
+	if code, out := runBankdoor(t, home, "verify", dir, "--pub", pub, "--policy", filepath.Join(work, "policy.yaml")); code != 0 {
+		t.Errorf("verify the HTTP agent's receipts with its key: exit %d\n%s", code, out)
+	}
+}
+
+func measurement(r *report.Report, id string) (report.Measurement, bool) {
+	for _, m := range r.Measurements {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return report.Measurement{}, false
 }
 
 // readReport decodes the report strictly: an unknown member or a wrong
@@ -195,8 +259,8 @@ func checkFiles(t *testing.T, r *report.Report, out, readme string) {
 		}
 	}
 	svg, err := os.ReadFile(filepath.Join(out, report.ChartFile))
-	if err != nil || !bytes.HasPrefix(svg, []byte("<svg ")) || bytes.Count(svg, []byte("<polyline")) != 3 {
-		t.Errorf("%s is not a chart of three series (%v):\n%.300s", report.ChartFile, err, svg)
+	if err != nil || !bytes.HasPrefix(svg, []byte("<svg ")) || bytes.Count(svg, []byte("<polyline")) != 6 {
+		t.Errorf("%s is not a chart of six series (%v):\n%.300s", report.ChartFile, err, svg)
 	}
 	got, err := os.ReadFile(readme)
 	if err != nil {

@@ -170,17 +170,7 @@ func (s *Session) kill() {
 }
 
 // stderrTail is the end of the child's stderr, for error messages.
-func (s *Session) stderrTail() string {
-	const max = 2000
-	b := s.Stderr()
-	if b == "" {
-		return ""
-	}
-	if len(b) > max {
-		b = "…" + b[len(b)-max:]
-	}
-	return "\nstderr of the program:\n" + b
-}
+func (s *Session) stderrTail() string { return tail(s.Stderr()) }
 
 // lineWriter writes whole lines to the child's stdin, one writer at a time.
 type lineWriter struct {

@@ -89,6 +89,7 @@ func Claims(r *Report) []Claim {
 		receiptsClaim(r),
 		leakClaim(r.Attacks),
 		latencyClaim(r),
+		httpLatencyClaim(r),
 		denyLatencyClaim(r),
 		appendClaim(r),
 		proofClaim(r),
@@ -173,16 +174,29 @@ func leakClaim(rows []AttackRow) Claim {
 const leakProblem = "receipt holds argument value"
 
 func latencyClaim(r *Report) Claim {
-	c := Claim{ID: "gate-cost", Evidence: "m-latency-ratio-p50", Text: "Cost of the gate on an allowed read (proxied vs direct, same run)"}
-	d, ok1 := find(r.Measurements, "latency-direct")
-	p, ok2 := find(r.Measurements, "latency-proxied")
-	q, ok3 := find(r.Measurements, "latency-ratio-p50")
-	if !ok1 || !ok2 || !ok3 || p.Dist == nil || d.Dist == nil {
-		c.Status, c.Figure = "not measured: latency rows missing", "-"
+	return costClaim(r, "latency", Claim{ID: "gate-cost", Evidence: "m-latency-ratio-p50",
+		Text: "Cost of the gate on an allowed read (proxied vs direct, same run)"})
+}
+
+func httpLatencyClaim(r *Report) Claim {
+	return costClaim(r, "latency-http", Claim{ID: "gate-cost-http", Evidence: "m-latency-http-ratio-p50",
+		Text: "Cost of the gate on an allowed read over streamable HTTP (proxy --listen vs direct, same run)"})
+}
+
+// costClaim fills c from the rows PREFIX-direct, PREFIX-proxied and
+// their ratios PREFIX-ratio-p50 and -p99.
+func costClaim(r *Report, prefix string, c Claim) Claim {
+	d, ok1 := find(r.Measurements, prefix+"-direct")
+	p, ok2 := find(r.Measurements, prefix+"-proxied")
+	q50, ok3 := find(r.Measurements, prefix+"-ratio-p50")
+	q99, ok4 := find(r.Measurements, prefix+"-ratio-p99")
+	if !ok1 || !ok2 || !ok3 || !ok4 || p.Dist == nil || d.Dist == nil {
+		c.Status, c.Figure = "not measured: "+prefix+" rows missing", "-"
 		return c
 	}
 	c.Status = StatusMeasured
-	c.Figure = fmt.Sprintf("p50 %s direct, %s proxied (%.2fx)", num(d.Dist.P50, d.Unit), num(p.Dist.P50, p.Unit), q.Value)
+	c.Figure = fmt.Sprintf("p50 %s direct, %s proxied (%.2fx); p99 %s direct, %s proxied (%.2fx)",
+		num(d.Dist.P50, d.Unit), num(p.Dist.P50, p.Unit), q50.Value, num(d.Dist.P99, d.Unit), num(p.Dist.P99, p.Unit), q99.Value)
 	return c
 }
 
@@ -195,6 +209,9 @@ func denyLatencyClaim(r *Report) Claim {
 	}
 	c.Status = StatusMeasured
 	c.Figure = fmt.Sprintf("p50 %s, p99 %s per deny, receipt included", num(m.Dist.P50, m.Unit), num(m.Dist.P99, m.Unit))
+	if h, ok := find(r.Measurements, "latency-http-deny"); ok && h.Dist != nil {
+		c.Figure += fmt.Sprintf("; over HTTP p50 %s, p99 %s", num(h.Dist.P50, h.Unit), num(h.Dist.P99, h.Unit))
+	}
 	return c
 }
 

@@ -6,14 +6,17 @@
 //
 // # What Is Run
 //
-// [Bench] drives the real binaries over real stdio with the Go SDK's MCP
-// client (internal/mcptest): the attack catalogue (internal/attacks)
-// through `bankdoor proxy` with the fixture bank behind it, one session
-// per fixture variant; each money-moving attack straight to a fresh
-// fixture (the control runs); and timed tools/call direct, proxied and
-// denied. [LedgerBench] runs package ledger in process with real signed
-// receipts from fresh keys, and verifier.VerifyDir over a receipts
-// directory. Nothing touches the network.
+// [Bench] drives the real binaries with the Go SDK's MCP client
+// (internal/mcptest): over real stdio, the attack catalogue
+// (internal/attacks) through `bankdoor proxy` with the fixture bank
+// behind it, one session per fixture variant, and each money-moving
+// attack straight to a fresh fixture (the control runs); then timed
+// tools/call direct, proxied and denied, over stdio and over MCP
+// streamable HTTP (the fixture's --http; `bankdoor proxy --listen` with
+// an agent's bearer token, the fixture behind it over --url).
+// [LedgerBench] runs package ledger in process with real signed receipts
+// from fresh keys, and verifier.VerifyDir over a receipts directory.
+// Nothing leaves the machine: every HTTP server listens on 127.0.0.1.
 //
 // # JSON Schema (bankdoor-report/v1)
 //
@@ -41,6 +44,15 @@
 //     the markdown anchor of the backing rows: "attacks", "controls" or
 //     "m-" followed by a measurement id.
 //   - "latency_chart": the sorted samples, in µs, behind latency.svg.
+//
+// The latency rows, section "latency", all in one run with the calls
+// interleaved: "latency-direct", "latency-proxied" and "latency-deny"
+// over stdio, "latency-http-direct", "latency-http-proxied" and
+// "latency-http-deny" over streamable HTTP (each a "dist" in µs, "n" the
+// timed calls), and for each transport the ratios proxied/direct at p50,
+// p95 and p99, "latency-ratio-p50" ... and "latency-http-ratio-p50" ...
+// ("value", unit "x", each the quotient of the two rows' percentiles).
+// The chart has one series per latency row, in that order.
 //
 // # Example
 //

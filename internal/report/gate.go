@@ -2,9 +2,12 @@ package report
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -154,67 +157,183 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// Latency times calls tools/call of each case, over real stdio with the
-// SDK client: an allowed read straight to the fixture, the same read
-// through the proxy, and a denied transfer through the proxy (its receipt
-// fsynced before the answer). The three sessions run side by side and
-// the calls are interleaved (direct, proxied, deny, direct, ...), so a
-// change in the machine's load hits all three alike. It returns the
-// distributions in µs, the ratios proxied/direct and the chart series.
-func (b *Bench) Latency(ctx context.Context, calls int) ([]Measurement, []Series, error) {
+// Latency times calls tools/call of each case with the SDK client: an
+// allowed read straight to the fixture, the same read through the proxy,
+// and a denied transfer through the proxy (its receipt fsynced before the
+// answer), first over stdio, then over streamable HTTP on 127.0.0.1 (the
+// fixture's --http, and proxy --listen as an agent with a bearer token in
+// front of another fixture over --url). The six sessions run side by side
+// and the calls are interleaved (direct, proxied, deny, HTTP direct, ...),
+// so a change in the machine's load hits all alike. It returns the
+// distributions in µs, the ratios proxied/direct of each transport and
+// the chart series.
+func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart []Series, err error) {
 	read := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account_id": "acc_checking"}}
 	write := &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 1}}
-	// Two proxies at once: each has its own receipts directory (and so
-	// its own embedded ledger next to it).
+	// The proxies run at once: each has its own receipts directory (and
+	// the stdio ones their own embedded ledger next to it).
 	receipts := func(name string) string { return filepath.Join(b.Work, "latency", name, "receipts") }
-	cases := []*latencyCase{
-		{id: "latency-direct", name: "direct: allowed read, no proxy", cmd: b.fixture("latency-direct", "").Command(), params: read},
-		{id: "latency-proxied", name: "proxied: allowed read through the gate", cmd: b.proxy(b.fixture("latency-proxied", ""), receipts("proxied")).Command(), params: read},
-		{id: "latency-deny", name: "deny: transfer refused, receipt fsynced", cmd: b.proxy(b.fixture("latency-deny", ""), receipts("deny")).Command(), params: write, denied: true},
+	hs, err := b.httpServers(ctx, receipts("http"))
+	if err != nil {
+		return nil, nil, err
 	}
-	b.progress("latency: %d calls each, interleaved: direct read, proxied read, deny", calls)
+	defer func() { err = errors.Join(err, hs.stop()) }()
+	cases := []*latencyCase{
+		{id: "latency-direct", name: "direct: allowed read, no proxy", open: stdio(b.fixture("latency-direct", "").Command()), params: read},
+		{id: "latency-proxied", name: "proxied: allowed read through the gate", open: stdio(b.proxy(b.fixture("latency-proxied", ""), receipts("proxied")).Command()), params: read},
+		{id: "latency-deny", name: "deny: transfer refused, receipt fsynced", open: stdio(b.proxy(b.fixture("latency-deny", ""), receipts("deny")).Command()), params: write, denied: true},
+		{id: "latency-http-direct", name: "HTTP direct: allowed read, streamable HTTP to the fixture, no proxy", open: overHTTP(hs.direct.URL, ""), params: read},
+		{id: "latency-http-proxied", name: "HTTP proxied: allowed read through proxy --listen (bearer token), the fixture behind it over --url", open: overHTTP(hs.proxy.URL, hs.token), params: read},
+		{id: "latency-http-deny", name: "HTTP deny: transfer refused by proxy --listen, receipt fsynced", open: overHTTP(hs.proxy.URL, hs.token), params: write, denied: true},
+	}
+	b.progress("latency: %d calls each, interleaved: direct read, proxied read, deny, over stdio and over HTTP", calls)
 	if err := timeInterleaved(ctx, cases, calls); err != nil {
 		return nil, nil, err
 	}
-	var ms []Measurement
-	var chart []Series
-	for _, c := range cases {
+	rows := make([]Measurement, len(cases))
+	for i, c := range cases {
 		dist := Distribution(c.lat, time.Microsecond) // sorts c.lat
 		chart = append(chart, Series{Name: strings.SplitN(c.name, ":", 2)[0], Samples: micros(c.lat)})
-		ms = append(ms, Measurement{ID: c.id, Section: "latency", What: c.name, Status: StatusMeasured, Unit: "µs", N: len(c.lat), Dist: dist})
+		rows[i] = Measurement{ID: c.id, Section: "latency", What: c.name, Status: StatusMeasured, Unit: "µs", N: len(c.lat), Dist: dist}
 	}
-	d, p := ms[0].Dist, ms[1].Dist
-	ms = append(ms,
-		Measurement{ID: "latency-ratio-p50", Section: "latency", What: "proxied / direct at p50, same run", Status: StatusMeasured, Unit: "x", N: calls, Value: p.P50 / d.P50},
-		Measurement{ID: "latency-ratio-p95", Section: "latency", What: "proxied / direct at p95, same run", Status: StatusMeasured, Unit: "x", N: calls, Value: p.P95 / d.P95},
-		Measurement{ID: "latency-ratio-p99", Section: "latency", What: "proxied / direct at p99, same run", Status: StatusMeasured, Unit: "x", N: calls, Value: p.P99 / d.P99},
-		Measurement{ID: "latency-http", Section: "latency", What: "tools/call through proxy --listen (streamable HTTP)",
-			Status: "not measured: the report drives stdio only so far; proxy's TestLoad logs p99 proxied/direct over HTTP"})
+	ms = append(ms, rows[:3]...)
+	ms = append(ms, ratios("latency", "proxied / direct", rows[0], rows[1])...)
+	ms = append(ms, rows[3:]...)
+	ms = append(ms, ratios("latency-http", "HTTP proxied / HTTP direct", rows[3], rows[4])...)
 	return ms, chart, nil
+}
+
+// ratios returns the rows PREFIX-ratio-p50, -p95 and -p99: proxied over
+// direct at each percentile.
+func ratios(prefix, what string, direct, proxied Measurement) []Measurement {
+	d, p := direct.Dist, proxied.Dist
+	var ms []Measurement
+	for _, q := range []struct {
+		name string
+		d, p float64
+	}{{"p50", d.P50, p.P50}, {"p95", d.P95, p.P95}, {"p99", d.P99, p.P99}} {
+		ms = append(ms, Measurement{ID: prefix + "-ratio-" + q.name, Section: "latency", What: what + " at " + q.name + ", same run",
+			Status: StatusMeasured, Unit: "x", N: direct.N, Value: q.p / q.d})
+	}
+	return ms
 }
 
 // latencyCase is one timed kind of tools/call and its samples.
 type latencyCase struct {
 	id, name string
-	cmd      *exec.Cmd
-	params   *mcp.CallToolParams
-	denied   bool
-	sess     *mcptest.Session
-	lat      []time.Duration
+	// open connects the case's client session; close ends it.
+	open   func(context.Context) (client *mcp.ClientSession, close func() error, err error)
+	params *mcp.CallToolParams
+	denied bool
+	client *mcp.ClientSession
+	close  func() error
+	lat    []time.Duration
 }
 
-// timeInterleaved starts every case's program, makes 10 untimed rounds
+// stdio opens a session with the program cmd over its stdin and stdout.
+func stdio(cmd *exec.Cmd) func(context.Context) (*mcp.ClientSession, func() error, error) {
+	return func(ctx context.Context) (*mcp.ClientSession, func() error, error) {
+		s, err := mcptest.Start(ctx, cmd, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Client(), s.Close, nil
+	}
+}
+
+// overHTTP opens a session with the streamable HTTP endpoint url, with
+// token as its bearer token if not empty.
+func overHTTP(url, token string) func(context.Context) (*mcp.ClientSession, func() error, error) {
+	return func(ctx context.Context) (*mcp.ClientSession, func() error, error) {
+		cs, err := mcptest.ConnectHTTP(ctx, url, token)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, cs.Close, nil
+	}
+}
+
+// httpBench is what the HTTP cases talk to.
+type httpBench struct {
+	direct *mcptest.Server // a fixture serving streamable HTTP
+	bank   *mcptest.Server // another one, behind proxy
+	proxy  *mcptest.Server // bankdoor proxy --listen --url bank
+	token  string          // the agent's bearer token
+}
+
+// httpAgent is the one agent of the listening proxy; it signs with the
+// key in Home/agents/httpAgent, made at its first session.
+const httpAgent = "report"
+
+// httpServers starts two fixtures serving streamable HTTP on free
+// loopback ports and `bankdoor proxy --listen` in front of the second,
+// writing receipts under receipts/httpAgent. On error it stops what it
+// started.
+func (b *Bench) httpServers(ctx context.Context, receipts string) (hs *httpBench, err error) {
+	hs = &httpBench{token: randomToken()}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, hs.stop())
+		}
+	}()
+	serveHTTP := func(name string) (mcptest.Fixture, *mcptest.Server, error) {
+		f := b.fixture(name, "")
+		cmd := f.Command()
+		cmd.Args = append(cmd.Args, "--http", "127.0.0.1:0")
+		s, err := mcptest.Serve(ctx, cmd, mcptest.FixtureServing)
+		return f, s, err
+	}
+	if _, hs.direct, err = serveHTTP("latency-http-direct"); err != nil {
+		return hs, err
+	}
+	f, bank, err := serveHTTP("latency-http-proxied")
+	if hs.bank = bank; err != nil {
+		return hs, err
+	}
+	tokens := filepath.Join(b.Work, "latency", "agent-tokens")
+	if err := os.MkdirAll(filepath.Dir(tokens), 0o755); err != nil {
+		return hs, err
+	}
+	if err := os.WriteFile(tokens, []byte(httpAgent+" "+hs.token+"\n"), 0o600); err != nil {
+		return hs, err
+	}
+	p := b.proxy(f, receipts)
+	p.URL, p.Flags = bank.URL, []string{"--listen", "127.0.0.1:0", "--agent-tokens", tokens}
+	hs.proxy, err = mcptest.Serve(ctx, p.Command(), mcptest.ProxyServing)
+	return hs, err
+}
+
+// stop stops the proxy, then the fixtures.
+func (hs *httpBench) stop() error {
+	var err error
+	for _, s := range []*mcptest.Server{hs.proxy, hs.bank, hs.direct} {
+		if s != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}
+	return err
+}
+
+// randomToken returns 32 random bytes in hex, a bearer token.
+func randomToken() string {
+	var b [32]byte
+	rand.Read(b[:]) // crypto/rand: never fails
+	return hex.EncodeToString(b[:])
+}
+
+// timeInterleaved opens every case's session, makes 10 untimed rounds
 // to warm them up, then times n rounds of one call per case.
 func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err error) {
 	for _, c := range cases {
-		if c.sess, err = mcptest.Start(ctx, c.cmd, nil); err != nil {
+		if c.client, c.close, err = c.open(ctx); err != nil {
+			err = fmt.Errorf("latency case %q: %w", c.id, err)
 			break
 		}
 	}
 	defer func() {
 		for _, c := range cases {
-			if c.sess != nil {
-				err = errors.Join(err, c.sess.Close())
+			if c.close != nil {
+				err = errors.Join(err, c.close())
 			}
 		}
 	}()
@@ -231,7 +350,7 @@ func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err erro
 // call makes one call and, if timed, records its latency.
 func (c *latencyCase) call(ctx context.Context, timed bool) error {
 	start := time.Now()
-	res, err := c.sess.Client().CallTool(ctx, c.params)
+	res, err := c.client.CallTool(ctx, c.params)
 	d := time.Since(start)
 	if c.denied != (err != nil) || (err == nil && res.IsError) {
 		return fmt.Errorf("latency case %q: tools/call %s: error %v, result %+v", c.id, c.params.Name, err, res)

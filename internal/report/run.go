@@ -179,7 +179,8 @@ func commit(ctx context.Context, root string) string {
 // limits are what the report does not show.
 var limits = []string{
 	"One machine, one run: figures vary with the disk (every deny and every ledger batch is fsynced) and with load; compare the ratios measured in the same run rather than absolute times across machines.",
-	"Latency is three MCP sessions over stdio pipes (direct, proxied, deny), one call at a time, interleaved; no concurrent load. The fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time and dominates it.",
+	"Latency is six MCP sessions (direct, proxied, deny over stdio pipes; the same three over streamable HTTP on 127.0.0.1), one call at a time, interleaved; no concurrent load. The fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time and dominates it.",
+	"Over HTTP the proxy is `proxy --listen` with one agent (bearer token) and the fixture behind it over `--url`; it has no ledger (with --listen receipts go only to a remote ledger, and none is given), where the stdio proxy embeds one. Its deny is still answered after the receipt is fsynced.",
 	"The ledger figures run package ledger in process (the code the proxy embeds and `bankdoor ledger serve` runs), without the Connect RPC and network in front of it.",
 	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected.",
 	"Peak memory is the Go heap sampled every millisecond, not the resident set of the process.",

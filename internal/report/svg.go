@@ -12,8 +12,9 @@ const (
 	padL, padR, padT, padB = 60, 20, 30, 50
 )
 
-// seriesColours are colour-blind-safe (Okabe-Ito) stroke colours.
-var seriesColours = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
+// seriesColours are colour-blind-safe (Okabe-Ito) stroke colours, one
+// for each of the six latency cases.
+var seriesColours = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"}
 
 // LatencySVG draws the cumulative distribution of each series (samples
 // sorted, in microseconds) on a log-scaled time axis: for each latency x,
