@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/proxy"
 )
@@ -40,11 +41,13 @@ func (p *listeningProxy) log() string {
 	return p.stderr.String()
 }
 
-func startListening(t *testing.T, w *world, state, tokens string) *listeningProxy {
+// startListening starts bankdoor proxy --listen with f behind it (each
+// session starts its own f).
+func startListening(t *testing.T, w *world, f mcptest.Fixture, tokens string) *listeningProxy {
 	t.Helper()
 	cmd := exec.Command(built.bankdoor, "proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts,
-		"--listen", "127.0.0.1:0", "--agent-tokens", tokens, "--", built.bankServer)
-	cmd.Env = mcptest.Env("BANKDOOR_HOME="+w.home, "BANK_FIXTURE_STATE="+state)
+		"--listen", "127.0.0.1:0", "--agent-tokens", tokens, "--", f.Bin)
+	cmd.Env = mcptest.Env(append([]string{"BANKDOOR_HOME=" + w.home}, f.Environ()...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +80,17 @@ func startListening(t *testing.T, w *world, state, tokens string) *listeningProx
 	return p
 }
 
-// stop sends SIGTERM and checks that the proxy exits 0.
+// stop sends SIGTERM and checks that the proxy exits 0 and reported no
+// data race (with -race the binaries are built with it).
 func (p *listeningProxy) stop(t *testing.T) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.done
 	if err := p.cmd.Wait(); err != nil {
 		t.Errorf("bankdoor proxy --listen after SIGTERM: %v\n%s", err, p.log())
+	}
+	if strings.Contains(p.log(), "WARNING: DATA RACE") {
+		t.Errorf("bankdoor proxy --listen, or a bank it started, reported a data race:\n%s", p.log())
 	}
 }
 
@@ -105,13 +112,9 @@ func connectAgent(t *testing.T, ctx context.Context, url, token string) *mcp.Cli
 func TestE2EListenTwoAgents(t *testing.T) {
 	w := newWorld(t)
 	ctx := testContext(t, time.Minute)
-	state := filepath.Join(t.TempDir(), "state.json")
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	toks := map[string]string{"alice": strings.Repeat("a1", 20), "bob": strings.Repeat("b2", 20)}
-	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("alice %s\nbob %s\n", toks["alice"], toks["bob"])), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startListening(t, w, state, tokens)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	p := startListening(t, w, f, tokens)
 
 	if resp, err := http.Post(p.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil || resp.StatusCode != 401 {
 		t.Errorf("initialize without a token: %v %v, want 401", resp, err)
@@ -138,26 +141,113 @@ func TestE2EListenTwoAgents(t *testing.T) {
 	wg.Wait()
 	p.stop(t)
 
-	st, err := mcptest.ReadState(state)
+	st, err := mcptest.ReadState(f.State)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := logLines(st); len(got) != 2 || !strings.Contains(got[0], "list_accounts") || !strings.Contains(got[1], "list_accounts") {
 		t.Errorf("the bank's log: %q, want the two list_accounts only", got)
 	}
-	for agent := range toks {
+	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2})
+}
+
+// agentTokens writes a tokens file for the agents alice and bob and
+// returns its path and their tokens.
+func agentTokens(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	toks := map[string]string{"alice": strings.Repeat("a1", 20), "bob": strings.Repeat("b2", 20)}
+	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("alice %s\nbob %s\n", toks["alice"], toks["bob"])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tokens, toks
+}
+
+// checkAgentChains checks that each agent's receipts directory holds the
+// number of receipts given, numbered 1..n, all under one key that is not
+// another agent's, and that it verifies with that agent's public key as
+// its own chain, and not with another agent's key.
+func checkAgentChains(t *testing.T, w *world, want map[string]int) {
+	t.Helper()
+	keyOf := map[string]string{} // key_id -> agent
+	for agent, n := range want {
 		dir := filepath.Join(w.receipts, agent)
 		names, err := mcptest.Receipts(dir)
-		if err != nil || len(names) != 2 {
-			t.Errorf("%s: receipts %q (%v), want 2", agent, names, err)
+		if err != nil || len(names) != n {
+			t.Errorf("%s: %d receipts (%v), want %d", agent, len(names), err, n)
+		}
+		for i, name := range names {
+			rc, err := mcptest.ReadReceipt(dir, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if other, ok := keyOf[rc.KeyID]; rc.Seq != uint64(i+1) || ok && other != agent {
+				t.Errorf("%s: receipt %s has seq %d, key_id %s (also %s's); want seq %d under %s's own key", agent, name, rc.Seq, rc.KeyID, other, i+1, agent)
+			}
+			keyOf[rc.KeyID] = agent
 		}
 		pub := filepath.Join(w.home, "agents", agent, "bankdoor.pub.pem")
 		if code, out := runBankdoor(t, w.home, "verify", dir, "--pub", pub, "--policy", w.policy); code != 0 {
 			t.Errorf("verify %s's receipts with %s's key: exit %d\n%s", agent, agent, code, out)
 		}
 	}
+	if len(keyOf) != len(want) {
+		t.Errorf("%d distinct key_ids across %d agents; want one each", len(keyOf), len(want))
+	}
 	alicePub := filepath.Join(w.home, "agents", "alice", "bankdoor.pub.pem")
 	if code, _ := runBankdoor(t, w.home, "verify", filepath.Join(w.receipts, "bob"), "--pub", alicePub); code == 0 {
 		t.Errorf("bob's receipts verify under alice's key; want separate keys")
 	}
+}
+
+// TestE2EListenAttacks: the whole catalogue through bankdoor proxy
+// --listen, run by two agents at once (alice and bob: each its own token,
+// key and receipts directory), one proxy per fixture variant. Every attack
+// is denied with its rule and a receipt recording it, none reaches the
+// bank, no money moves, and each agent's receipts form their own chain.
+func TestE2EListenAttacks(t *testing.T) {
+	w := newWorld(t)
+	ctx := testContext(t, 4*time.Minute)
+	tokens, toks := agentTokens(t)
+	all := attacks.Catalogue()
+	results := map[string][]attacks.Result{}
+	var mu sync.Mutex
+	for _, v := range attacks.Variants(all) {
+		f := w.fixture(variantEnv(v)...)
+		p := startListening(t, w, f, tokens)
+		var wg sync.WaitGroup
+		for agent, tok := range toks {
+			wg.Go(func() {
+				s, err := mcptest.DialHTTP(ctx, p.url, tok)
+				if err != nil {
+					t.Errorf("%s (variant %q): %v\n%s", agent, v, err, p.log())
+					return
+				}
+				rs := attacks.Run(ctx, attacks.Target{Session: s, State: f.State, Receipts: filepath.Join(w.receipts, agent)}, attacks.ForVariant(all, v))
+				if err := s.Close(); err != nil {
+					t.Errorf("%s (variant %q): closing the session: %v", agent, v, err)
+				}
+				mu.Lock()
+				results[agent] = append(results[agent], rs...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		p.stop(t)
+	}
+	want := map[string]int{}
+	for agent := range toks {
+		rs := results[agent]
+		t.Logf("attacks by %s through the listening proxy:\n%s", agent, attacks.Table(rs))
+		for _, r := range rs {
+			if p := r.Problems(); len(p) > 0 {
+				t.Errorf("%s: %s (%s): %s", agent, r.Attack.ID, r.Attack.Description, strings.Join(p, "; "))
+			}
+		}
+		if len(rs) != len(all) {
+			t.Errorf("%s ran %d attacks, want %d", agent, len(rs), len(all))
+		}
+		want[agent] = len(all)
+	}
+	checkAgentChains(t, w, want)
 }

@@ -15,9 +15,27 @@ import (
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 )
 
+// Session is a live MCP session to send attacks through: the SDK client
+// for the attacks it can send, and a raw side for the frames it cannot. A
+// stdio session (*mcptest.Session) and a session with bankdoor proxy
+// --listen (*mcptest.HTTPSession) are both one.
+type Session interface {
+	// Client returns the SDK client session.
+	Client() *mcp.ClientSession
+	// NextID returns a fresh raw id as JSON text, for a frame's $ID.
+	NextID() string
+	// Raw sends one frame and returns the JSON-RPC answer to it.
+	Raw(ctx context.Context, line []byte) ([]byte, error)
+	// RawNoReply sends a frame that gets no answer (a notification).
+	RawNoReply(line []byte) error
+	// Unsolicited waits up to d and returns the answers that came back
+	// without being asked for, such as an answer to a notification.
+	Unsolicited(d time.Duration) [][]byte
+}
+
 // Target is a live session to send attacks through.
 type Target struct {
-	Session *mcptest.Session
+	Session Session
 	State   string // the fixture bank's state file
 	// Receipts is the proxy's receipts directory; "" for a control run
 	// straight to the fixture.

@@ -27,6 +27,19 @@
 // to a notification, which JSON-RPC forbids) are kept, and
 // [Session.Unsolicited] returns them.
 //
+// # HTTP Sessions
+//
+// [HTTPSession] is the same for an agent of an MCP streamable HTTP server
+// that takes bearer tokens (bankdoor proxy --listen): [DialHTTP] connects
+// the SDK client with "Authorization: Bearer TOKEN", and the raw side
+// POSTs each frame with the session's Mcp-Session-Id. [HTTPSession.Raw]
+// returns the JSON-RPC message of the response (an application/json body,
+// or the first answer of a text/event-stream one), whatever its status: a
+// 400 may carry an error with id null. A notification must get 202 and no
+// body; [HTTPSession.RawNoReply] keeps any other response as an answer,
+// and [HTTPSession.Unsolicited] returns those. Each POST is its own
+// exchange, so raw frames need no serialising.
+//
 // # Example
 //
 //	sess, err := mcptest.Start(ctx, proxy.Command(), nil)

@@ -9,9 +9,10 @@ import (
 
 // NextID returns a fresh raw id as JSON text, quotes included: "raw-1",
 // "raw-2", ...
-func (s *Session) NextID() string {
-	return strconv.Quote(rawPrefix + strconv.FormatInt(s.ids.Add(1), 10))
-}
+func (s *Session) NextID() string { return rawID(s.ids.Add(1)) }
+
+// rawID is the n-th raw id as JSON text.
+func rawID(n int64) string { return strconv.Quote(rawPrefix + strconv.FormatInt(n, 10)) }
 
 // Raw writes line (one JSON-RPC message, no newline) to the child's stdin
 // and returns the next line the child writes to the raw side: the answer
