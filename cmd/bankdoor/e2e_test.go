@@ -118,7 +118,7 @@ func (w *world) fixture(env ...string) mcptest.Fixture {
 func (w *world) proxy(f mcptest.Fixture) mcptest.Proxy {
 	p := mcptest.Proxy{Bin: built.bankdoor, Policy: w.policy, Server: "bank", Receipts: w.receipts, Home: w.home, Fixture: f}
 	if w.http {
-		p.URL = startHTTPFixture(w.t, f).url
+		p.URL = startHTTPFixture(w.t, f).URL
 	}
 	return p
 }

@@ -1,13 +1,9 @@
 package main_test
 
 import (
-	"bufio"
-	"io"
+	"context"
 	"os/exec"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,65 +12,18 @@ import (
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 )
 
-// httpFixture is a bank-server --http process.
-type httpFixture struct {
-	url    string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr strings.Builder
-}
-
-func (h *httpFixture) log() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stderr.String()
-}
-
-var servingLine = regexp.MustCompile(`^bank-server: serving (http://\S+)$`)
-
 // startHTTPFixture starts f serving streamable HTTP on a free loopback
 // port, with env added to its settings, and stops it (SIGTERM) at the end
 // of the test.
-func startHTTPFixture(t *testing.T, f mcptest.Fixture, env ...string) *httpFixture {
+func startHTTPFixture(t *testing.T, f mcptest.Fixture, env ...string) *mcptest.Server {
 	t.Helper()
 	cmd := exec.Command(f.Bin, "--http", "127.0.0.1:0")
 	cmd.Env = mcptest.Env(append(f.Environ(), env...)...)
-	pipe, err := cmd.StderrPipe()
+	h, err := mcptest.Serve(context.Background(), cmd, mcptest.FixtureServing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &httpFixture{cmd: cmd}
-	ready := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			h.mu.Lock()
-			h.stderr.WriteString(sc.Text() + "\n")
-			h.mu.Unlock()
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- m[1]
-			}
-		}
-		io.Copy(io.Discard, pipe)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-		cmd.Wait()
-	})
-	select {
-	case u := <-ready:
-		h.url = u
-	case <-done:
-		t.Fatalf("bank-server --http exited before serving:\n%s", h.log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("bank-server --http printed no URL within 30s:\n%s", h.log())
-	}
+	t.Cleanup(func() { h.Stop() }) // its exit status is not the test's business
 	return h
 }
 
@@ -113,16 +62,16 @@ func TestE2EHTTPHeaderFromEnv(t *testing.T) {
 	h := startHTTPFixture(t, f, "BANK_FIXTURE_HTTP_TOKEN="+secret)
 
 	p := w.proxy(f)
-	p.URL = h.url
+	p.URL = h.URL
 	p.Flags = []string{"--header-env", "Authorization=BANK_TOKEN"}
 	cmd := p.Command()
 	cmd.Env = append(cmd.Env, "BANK_TOKEN=Bearer "+secret)
 	s := start(t, cmd, nil)
 	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil {
-		t.Fatalf("list_accounts with the token: %v\nfixture:\n%s", err, h.log())
+		t.Fatalf("list_accounts with the token: %v\nfixture:\n%s", err, h.Stderr())
 	}
-	if !strings.Contains(h.log(), "Authorization header present=true, token matches") {
-		t.Errorf("the fixture did not see the token:\n%s", h.log())
+	if !strings.Contains(h.Stderr(), "Authorization header present=true, token matches") {
+		t.Errorf("the fixture did not see the token:\n%s", h.Stderr())
 	}
 	if strings.Contains(s.Stderr(), secret) || strings.Contains(strings.Join(cmd.Args, " "), secret) {
 		t.Errorf("the secret shows in the proxy's arguments or stderr")
@@ -134,8 +83,8 @@ func TestE2EHTTPHeaderFromEnv(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("initialize without the token: %v, want an error naming the refusal (Unauthorized)", err)
 	}
-	if !strings.Contains(h.log(), "Authorization header present=false") {
-		t.Errorf("the fixture did not refuse a request without the header:\n%s", h.log())
+	if !strings.Contains(h.Stderr(), "Authorization header present=false") {
+		t.Errorf("the fixture did not refuse a request without the header:\n%s", h.Stderr())
 	}
 }
 
@@ -148,7 +97,7 @@ func TestE2EHTTPServerDies(t *testing.T) {
 	f := w.fixture()
 	h := startHTTPFixture(t, f)
 	p := w.proxy(f)
-	p.URL = h.url
+	p.URL = h.URL
 	s, err := mcptest.Start(ctx, p.Command(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +108,9 @@ func TestE2EHTTPServerDies(t *testing.T) {
 	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil {
 		t.Fatal(err)
 	}
-	h.cmd.Process.Kill()
+	h.Kill()
 	code, err := s.Wait(ctx)
-	if err != nil || code != 1 || !strings.Contains(s.Stderr(), "notification stream (GET "+h.url+") ended") {
+	if err != nil || code != 1 || !strings.Contains(s.Stderr(), "notification stream (GET "+h.URL+") ended") {
 		t.Errorf("proxy after the bank died: exit %d, %v; want 1 naming the notification stream\n%s", code, err, s.Stderr())
 	}
 	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err == nil {

@@ -80,6 +80,9 @@ func Serve(ctx context.Context, cmd *exec.Cmd, serving *regexp.Regexp) (*Server,
 // Stderr returns everything the program wrote to stderr so far.
 func (s *Server) Stderr() string { return s.stderr.String() }
 
+// Kill kills the program at once, as a crash would; Stop still reaps it.
+func (s *Server) Kill() { s.cmd.Process.Kill() }
+
 // Stop sends SIGTERM and waits for the program to exit, killing it after
 // 10 seconds. It returns an error if it had to be killed, if it exited
 // with a status other than 0, or if its stderr reports a data race.
