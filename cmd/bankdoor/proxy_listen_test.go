@@ -1,18 +1,14 @@
 package main_test
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,89 +17,31 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
-	"github.com/bankdoor/bankdoor/proxy"
 )
 
-var listeningLine = regexp.MustCompile(`^bankdoor proxy: serving agents at (http://\S+)$`)
-
-// listeningProxy is bankdoor proxy --listen, one stdio fixture per session.
-type listeningProxy struct {
-	url    string
-	cmd    *exec.Cmd
-	done   chan struct{}
-	mu     sync.Mutex
-	stderr strings.Builder
-}
-
-func (p *listeningProxy) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
-
 // startListening starts bankdoor proxy --listen with f behind it (each
-// session starts its own f).
-func startListening(t *testing.T, w *world, f mcptest.Fixture, tokens string) *listeningProxy {
+// session starts its own f) and stops it at the end of the test if it is
+// still running.
+func startListening(t *testing.T, w *world, f mcptest.Fixture, tokens string) *mcptest.Server {
 	t.Helper()
 	cmd := exec.Command(built.bankdoor, "proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts,
 		"--listen", "127.0.0.1:0", "--agent-tokens", tokens, "--", f.Bin)
 	cmd.Env = mcptest.Env(append([]string{"BANKDOOR_HOME=" + w.home}, f.Environ()...)...)
-	pipe, err := cmd.StderrPipe()
+	p, err := mcptest.Serve(testContext(t, time.Minute), cmd, mcptest.ProxyServing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &listeningProxy{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- m[1]
-			}
-		}
-	}()
-	t.Cleanup(func() { cmd.Process.Kill(); <-p.done; cmd.Wait() })
-	select {
-	case p.url = <-ready:
-	case <-p.done:
-		t.Fatalf("bankdoor proxy --listen exited:\n%s", p.log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("bankdoor proxy --listen printed no URL:\n%s", p.log())
-	}
+	t.Cleanup(func() { p.Stop() }) // the error, if any, is stopListening's to report
 	return p
 }
 
-// stop sends SIGTERM and checks that the proxy exits 0 and reported no
-// data race (with -race the binaries are built with it).
-func (p *listeningProxy) stop(t *testing.T) {
+// stopListening sends SIGTERM and checks that the proxy exits 0 and
+// reported no data race (with -race the binaries are built with it).
+func stopListening(t *testing.T, p *mcptest.Server) {
 	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
-	if err := p.cmd.Wait(); err != nil {
-		t.Errorf("bankdoor proxy --listen after SIGTERM: %v\n%s", err, p.log())
+	if err := p.Stop(); err != nil {
+		t.Errorf("bankdoor proxy --listen: %v", err)
 	}
-	if strings.Contains(p.log(), "WARNING: DATA RACE") {
-		t.Errorf("bankdoor proxy --listen, or a bank it started, reported a data race:\n%s", p.log())
-	}
-}
-
-// connectAgent opens an MCP session to the proxy with token.
-func connectAgent(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
-	t.Helper()
-	hs := &proxy.HTTPServer{URL: url, Header: http.Header{"Authorization": {"Bearer " + token}}}
-	c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hs.Client()}, nil)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", url, err)
-	}
-	return cs
 }
 
 // TestE2EListenTwoAgents: two agents at once through one listening proxy,
@@ -116,7 +54,7 @@ func TestE2EListenTwoAgents(t *testing.T) {
 	tokens, toks := agentTokens(t)
 	p := startListening(t, w, f, tokens)
 
-	if resp, err := http.Post(p.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil || resp.StatusCode != 401 {
+	if resp, err := http.Post(p.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil || resp.StatusCode != 401 {
 		t.Errorf("initialize without a token: %v %v, want 401", resp, err)
 	}
 	var wg sync.WaitGroup
@@ -124,7 +62,11 @@ func TestE2EListenTwoAgents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs := connectAgent(t, ctx, p.url, tok)
+			cs, err := mcptest.ConnectHTTP(ctx, p.URL, tok)
+			if err != nil {
+				t.Errorf("%s: %v", agent, err)
+				return
+			}
 			defer cs.Close()
 			if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil || res.IsError {
 				t.Errorf("%s: list_accounts: %v %v", agent, res, err)
@@ -139,7 +81,7 @@ func TestE2EListenTwoAgents(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	p.stop(t)
+	stopListening(t, p)
 
 	st, err := mcptest.ReadState(f.State)
 	if err != nil {
@@ -218,9 +160,9 @@ func TestE2EListenAttacks(t *testing.T) {
 		var wg sync.WaitGroup
 		for agent, tok := range toks {
 			wg.Go(func() {
-				s, err := mcptest.DialHTTP(ctx, p.url, tok)
+				s, err := mcptest.DialHTTP(ctx, p.URL, tok)
 				if err != nil {
-					t.Errorf("%s (variant %q): %v\n%s", agent, v, err, p.log())
+					t.Errorf("%s (variant %q): %v\n%s", agent, v, err, p.Stderr())
 					return
 				}
 				rs := attacks.Run(ctx, attacks.Target{Session: s, State: f.State, Receipts: filepath.Join(w.receipts, agent)}, attacks.ForVariant(all, v))
@@ -233,7 +175,7 @@ func TestE2EListenAttacks(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		p.stop(t)
+		stopListening(t, p)
 	}
 	want := map[string]int{}
 	for agent := range toks {
