@@ -28,10 +28,10 @@ func (tl *testLog) snapshot(t *testing.T, agents ...*agent) snapshot {
 	t.Helper()
 	s := snapshot{size: tl.Size(), cp: string(tl.Checkpoint()), heads: map[string]Head{}}
 	for _, a := range agents {
-		if h, ok, err := tl.Head(a.keyID); err != nil {
+		if h, ok, err := tl.Head(a.KeyID); err != nil {
 			t.Fatal(err)
 		} else if ok {
-			s.heads[a.keyID] = h
+			s.heads[a.KeyID] = h
 		}
 	}
 	b, err := os.ReadFile(tl.path)
@@ -50,9 +50,9 @@ func hexHash(b []byte) string {
 func TestAppendRefusals(t *testing.T) {
 	a, stranger := newAgent(1), newAgent(99)
 	tl := openTestLog(t, 0, a)
-	first := a.chain(t, 2) // stored below: seq 1, 2
+	first := a.Chain(t, 2) // stored below: seq 1, 2
 	tl.mustAppend(t, first...)
-	next := a.sign(t, 3, hexHash(first[1])) // the valid next receipt, never stored
+	next := a.Sign(t, 3, hexHash(first[1])) // the valid next receipt, never stored
 
 	badSig := bytes.Clone(next)
 	i := bytes.Index(badSig, []byte(`"sig":"`)) + 10
@@ -62,7 +62,7 @@ func TestAppendRefusals(t *testing.T) {
 	}
 	nonCanonical := append([]byte("{ "), next[1:]...)
 	restarted := *a
-	restarted.epoch = time.Hour // the agent lost its state and began again
+	restarted.Start = restarted.Start.Add(time.Hour) // the agent lost its state and began again
 
 	tests := []struct {
 		name     string
@@ -70,17 +70,17 @@ func TestAppendRefusals(t *testing.T) {
 		kind     error
 		say      []string // the error must name these
 	}{
-		{"broken signature", [][]byte{badSig}, ErrInvalid, []string{"receipt 0", "seq 3", a.keyID, "signature"}},
-		{"unknown key", [][]byte{stranger.sign(t, 1, receipt.FirstPrev)}, ErrUnknownKey, []string{"receipt 0", stranger.keyID, "--agents"}},
-		{"wrong prev", [][]byte{a.sign(t, 3, strings.Repeat("ab", 32))}, ErrChain, []string{"receipt 0", "seq 3", "prev"}},
-		{"skipped seq", [][]byte{a.sign(t, 4, hexHash(first[1]))}, ErrChain, []string{"seq 4", "next is seq 3"}},
-		{"seq restart", [][]byte{restarted.sign(t, 1, receipt.FirstPrev)}, ErrChain, []string{"seq 1", "next is seq 3"}},
-		{"first receipt not seq 1", [][]byte{newAgentEnrolled(tl, 5).sign(t, 2, strings.Repeat("ab", 32))}, ErrChain, []string{"seq 2", "first must be seq 1"}},
+		{"broken signature", [][]byte{badSig}, ErrInvalid, []string{"receipt 0", "seq 3", a.KeyID, "signature"}},
+		{"unknown key", [][]byte{stranger.Sign(t, 1, receipt.FirstPrev)}, ErrUnknownKey, []string{"receipt 0", stranger.KeyID, "--agents"}},
+		{"wrong prev", [][]byte{a.Sign(t, 3, strings.Repeat("ab", 32))}, ErrChain, []string{"receipt 0", "seq 3", "prev"}},
+		{"skipped seq", [][]byte{a.Sign(t, 4, hexHash(first[1]))}, ErrChain, []string{"seq 4", "next is seq 3"}},
+		{"seq restart", [][]byte{restarted.Sign(t, 1, receipt.FirstPrev)}, ErrChain, []string{"seq 1", "next is seq 3"}},
+		{"first receipt not seq 1", [][]byte{newAgentEnrolled(tl, 5).Sign(t, 2, strings.Repeat("ab", 32))}, ErrChain, []string{"seq 2", "first must be seq 1"}},
 		{"garbage", [][]byte{[]byte("\x00\xffnot json")}, ErrInvalid, []string{"receipt 0"}},
 		{"empty", [][]byte{{}}, ErrInvalid, []string{"receipt 0"}},
 		{"non-canonical JSON", [][]byte{nonCanonical}, ErrInvalid, []string{"receipt 0", "canonical"}},
 		{"oversized", [][]byte{bytes.Repeat([]byte{' '}, receipt.MaxSize+1)}, ErrInvalid, []string{"receipt 0", "limit"}},
-		{"good then bad", [][]byte{next, a.sign(t, 5, strings.Repeat("cd", 32))}, ErrChain, []string{"receipt 1", "seq 5"}},
+		{"good then bad", [][]byte{next, a.Sign(t, 5, strings.Repeat("cd", 32))}, ErrChain, []string{"receipt 1", "seq 5"}},
 		{"good then garbage", [][]byte{next, []byte("{}")}, ErrInvalid, []string{"receipt 1"}},
 	}
 	for _, tt := range tests {
@@ -101,7 +101,7 @@ func TestAppendRefusals(t *testing.T) {
 				}
 			}
 			if after := tl.snapshot(t, a); after.size != before.size || after.cp != before.cp ||
-				after.file != before.file || len(after.heads) != len(before.heads) || after.heads[a.keyID] != before.heads[a.keyID] {
+				after.file != before.file || len(after.heads) != len(before.heads) || after.heads[a.KeyID] != before.heads[a.KeyID] {
 				t.Errorf("a refused Append changed the log: before %+v, after %+v", before, after)
 			}
 		})
@@ -115,14 +115,14 @@ func TestAppendRefusals(t *testing.T) {
 // newAgentEnrolled returns a new agent enrolled in tl.
 func newAgentEnrolled(tl *testLog, n int) *agent {
 	a := newAgent(n)
-	tl.agents.enroll(a.pub())
+	tl.agents.Enroll(a.Public())
 	return a
 }
 
 func TestAppendReplay(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	rs := a.chain(t, 3)
+	rs := a.Chain(t, 3)
 	want := tl.mustAppend(t, rs...)
 	before := tl.snapshot(t, a)
 	for _, batch := range [][][]byte{rs, {rs[1]}, {rs[2], rs[2], rs[0]}} {
@@ -137,7 +137,7 @@ func TestAppendReplay(t *testing.T) {
 		t.Errorf("replays changed the log: size %d -> %d", before.size, after.size)
 	}
 	// A new receipt and a duplicate of it in one request share an index.
-	n := a.next(t)
+	n := a.Next(t)
 	if got := tl.mustAppend(t, n, n); got[0] != 3 || got[1] != 3 {
 		t.Errorf("new receipt sent twice in one request got %v, want [3 3]", got)
 	}
@@ -155,7 +155,7 @@ func slicesIndex(s [][]byte, b []byte) int {
 func TestAppendLimits(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 4, a)
-	if _, err := tl.Append(context.Background(), a.chain(t, 5)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limit of 4") {
+	if _, err := tl.Append(context.Background(), a.Chain(t, 5)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limit of 4") {
 		t.Errorf("Append of 5 with MaxBatch 4 = %v, want ErrInvalid naming the limit", err)
 	}
 	if idx, err := tl.Append(context.Background(), nil); err != nil || len(idx) != 0 {
@@ -164,11 +164,11 @@ func TestAppendLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	a2 := newAgent(1)
-	if _, err := tl.Append(ctx, a2.chain(t, 1)); !errors.Is(err, context.Canceled) {
+	if _, err := tl.Append(ctx, a2.Chain(t, 1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Append with a done ctx = %v, want context.Canceled", err)
 	}
 	tl.Close()
-	if _, err := tl.Append(context.Background(), newAgent(1).chain(t, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := tl.Append(context.Background(), newAgent(1).Chain(t, 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Append after Close = %v, want ErrClosed", err)
 	}
 }
@@ -189,9 +189,9 @@ func TestBadRequestSparesItsBatch(t *testing.T) {
 		}
 		return req
 	}
-	good1 := mk(a.chain(t, 2)...)
-	bad := mk(b.sign(t, 2, strings.Repeat("ab", 32))) // seq 2 first: refused
-	good2 := mk(b.chain(t, 1)[0], a.next(t))
+	good1 := mk(a.Chain(t, 2)...)
+	bad := mk(b.Sign(t, 2, strings.Repeat("ab", 32))) // seq 2 first: refused
+	good2 := mk(b.Chain(t, 1)[0], a.Next(t))
 	tl.commit([]*request{good1, bad, good2}) // the committer is idle: no Append is running
 	r1, rb, r2 := <-good1.done, <-bad.done, <-good2.done
 	if r1.err != nil || r2.err != nil || !errors.Is(rb.err, ErrChain) {
@@ -228,7 +228,7 @@ func TestConcurrentAppends(t *testing.T) {
 	tl := openTestLog(t, 16, as...)
 	var wg sync.WaitGroup
 	for _, a := range as {
-		chain := a.chain(t, perAgent)
+		chain := a.Chain(t, perAgent)
 		wg.Go(func() {
 			for i := 0; i < len(chain); {
 				k := min(1+i%5, len(chain)-i)
@@ -249,8 +249,8 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Fatalf("size %d, want %d", tl.Size(), agents*perAgent)
 	}
 	for _, a := range as {
-		if h, ok, err := tl.Head(a.keyID); err != nil || !ok || h.Seq != perAgent {
-			t.Errorf("head of %s = %+v, %v, %v; want seq %d", a.keyID, h, ok, err, perAgent)
+		if h, ok, err := tl.Head(a.KeyID); err != nil || !ok || h.Seq != perAgent {
+			t.Errorf("head of %s = %+v, %v, %v; want seq %d", a.KeyID, h, ok, err, perAgent)
 		}
 	}
 	tl.Close()
@@ -280,7 +280,7 @@ func TestCloseFinishesInFlight(t *testing.T) {
 	results := make([][]done, agents)
 	var wg sync.WaitGroup
 	for w, a := range as {
-		chain := a.chain(t, 200)
+		chain := a.Chain(t, 200)
 		wg.Go(func() {
 			for _, r := range chain {
 				idx, err := tl.Append(context.Background(), [][]byte{r})
@@ -321,7 +321,7 @@ func TestCloseFinishesInFlight(t *testing.T) {
 func TestLargeRequestNamesFirstBad(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	rs := a.chain(t, 3*parallelFrom)
+	rs := a.Chain(t, 3*parallelFrom)
 	rs[parallelFrom+3] = []byte("garbage")
 	rs[2*parallelFrom] = []byte("{}")
 	_, err := tl.Append(context.Background(), rs)

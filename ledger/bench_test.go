@@ -13,6 +13,7 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/perf"
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
@@ -70,7 +71,7 @@ func millionLog(b *testing.B) *testLog {
 			b.Fatal(err)
 		}
 		s, v := testKeys(b)
-		tl := &testLog{path: filepath.Join(dir, "ledger.db"), agents: &agentSet{}, verifier: v}
+		tl := &testLog{path: filepath.Join(dir, "ledger.db"), agents: &agentchain.Keys{}, verifier: v}
 		tl.opts = Options{Origin: testOrigin, Signer: s, Agents: tl.agents}
 		if tl.Log, err = Open(tl.path, tl.opts); err != nil {
 			b.Fatal(err)
@@ -112,7 +113,7 @@ func BenchmarkAppendRequest(b *testing.B) {
 	tl := openTestLog(b, 0, a)
 	reqs := make([][][]byte, 0, b.N/per+1)
 	for i := 0; i < b.N; i += per {
-		reqs = append(reqs, a.chain(b, min(per, b.N-i)))
+		reqs = append(reqs, a.Chain(b, min(per, b.N-i)))
 	}
 	b.ResetTimer()
 	for _, r := range reqs {
@@ -133,7 +134,7 @@ func benchAppend(b *testing.B, appenders, maxBatch int) {
 	work := make([][][]byte, appenders)
 	for i := range b.N {
 		a := i % appenders
-		work[a] = append(work[a], agents[a].next(b))
+		work[a] = append(work[a], agents[a].Next(b))
 	}
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -196,7 +197,7 @@ func BenchmarkCheckpointLatency(b *testing.B) {
 	tl := openTestLog(b, 0, as...)
 	work := make([][][]byte, agents)
 	for i := range b.N {
-		work[i%agents] = append(work[i%agents], as[i%agents].next(b))
+		work[i%agents] = append(work[i%agents], as[i%agents].Next(b))
 	}
 	seen := watchSizes(b, tl)
 	b.ResetTimer()
@@ -252,10 +253,10 @@ func benchHeap(b *testing.B, tl *testLog) {
 	work := make([][][]byte, appenders)
 	for i := range as {
 		as[i] = newAgent(1000 + i + int(tl.Size())) // fresh agents for each log
-		tl.agents.enroll(as[i].pub())
+		tl.agents.Enroll(as[i].Public())
 	}
 	for i := range b.N {
-		work[i%appenders] = append(work[i%appenders], as[i%appenders].next(b))
+		work[i%appenders] = append(work[i%appenders], as[i%appenders].Next(b))
 	}
 	base := perf.LiveHeap()
 	peak := perf.SampleHeap()

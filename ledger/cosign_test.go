@@ -51,7 +51,7 @@ func TestCheckpointAt(t *testing.T) {
 	tl := openTestLog(t, 0, a)
 	served := [][]byte{tl.Checkpoint()}
 	for range 5 {
-		tl.mustAppend(t, a.chain(t, 3)...)
+		tl.mustAppend(t, a.Chain(t, 3)...)
 		served = append(served, tl.Checkpoint())
 	}
 	for i, want := range served {
@@ -86,7 +86,7 @@ func TestCosignatureAddedWakes(t *testing.T) {
 func TestOpenUpgradesVersion1(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	tl.mustAppend(t, a.chain(t, 4)...)
+	tl.mustAppend(t, a.Chain(t, 4)...)
 	want := tl.Checkpoint()
 	tl.Close()
 	db, err := bolt.Open(tl.path, 0o600, nil)

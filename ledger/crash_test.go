@@ -56,7 +56,7 @@ func TestCrashKeepsAcknowledged(t *testing.T) {
 	tl.Close()
 	tl.path = path
 	for i := range 4 {
-		tl.agents.enroll(newAgent(i).pub())
+		tl.agents.Enroll(newAgent(i).Public())
 	}
 	tl.reopen(t)
 	for idx, who := range acked {
@@ -77,7 +77,7 @@ func crashChild(t *testing.T, path string) {
 	var as []*agent
 	for i := range 4 {
 		as = append(as, newAgent(i))
-		tl.agents.enroll(as[i].pub())
+		tl.agents.Enroll(as[i].Public())
 	}
 	tl.reopen(t)
 	var mu sync.Mutex
@@ -85,7 +85,7 @@ func crashChild(t *testing.T, path string) {
 	for _, a := range as {
 		wg.Go(func() {
 			for {
-				r := a.next(t)
+				r := a.Next(t)
 				idx, err := tl.Append(context.Background(), [][]byte{r})
 				if err != nil {
 					t.Error(err)

@@ -36,7 +36,7 @@ func get(tx *bolt.Tx, bucket string, k []byte) []byte {
 func TestFsckFindsCorruption(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	rs := a.chain(t, 20)
+	rs := a.Chain(t, 20)
 	tl.mustAppend(t, rs[:7]...)
 	tl.mustAppend(t, rs[7:]...)
 	if err := tl.CosignatureStore().Put("w.example", 20, []byte("— w.example c2ln\n")); err != nil {
@@ -63,12 +63,12 @@ func TestFsckFindsCorruption(t *testing.T) {
 		{"inner node missing", del("nodes", node(2, 3)), "node (level 2, index 3) is missing"},
 		{"node extra", put("nodes", node(0, 20), make([]byte, 32)), "nodes are stored"},
 		{"head wrong", func(tx *bolt.Tx) error {
-			h, _ := store.ParseHead(get(tx, "heads", []byte(a.keyID)))
+			h, _ := store.ParseHead(get(tx, "heads", []byte(a.KeyID)))
 			h.Seq--
-			return put("heads", []byte(a.keyID), store.EncodeHead(h))(tx)
-		}, "head of key_id " + a.keyID},
+			return put("heads", []byte(a.KeyID), store.EncodeHead(h))(tx)
+		}, "head of key_id " + a.KeyID},
 		{"head extra", put("heads", []byte("0000000000000000"), store.EncodeHead(store.Head{Seq: 1})), "head of key_id 0000000000000000"},
-		{"head missing", del("heads", []byte(a.keyID)), "agent heads are stored"},
+		{"head missing", del("heads", []byte(a.KeyID)), "agent heads are stored"},
 		{"size smaller", put("meta", []byte("size"), key(19)), "entry 19 is beyond"},
 		{"checkpoint of another tree", func(tx *bolt.Tx) error {
 			s, _ := testKeys(t)
@@ -85,7 +85,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 		{"chain broken", func(tx *bolt.Tx) error { // entries 8 and 9 swapped, with their leaf index
 			return errors.Join(put("entries", key(8), rs[9])(tx), put("entries", key(9), rs[8])(tx),
 				put("leaves", hasher.HashLeaf(rs[9]), key(8))(tx), put("leaves", hasher.HashLeaf(rs[8]), key(9))(tx))
-		}, "entry 8 (seq 10, key_id " + a.keyID + ") does not extend"},
+		}, "entry 8 (seq 10, key_id " + a.KeyID + ") does not extend"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 func TestOpenRefusesMismatchedTree(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	tl.mustAppend(t, a.chain(t, 20)...)
+	tl.mustAppend(t, a.Chain(t, 20)...)
 	tl.Close()
 	db, err := bolt.Open(tl.path, 0o600, nil)
 	if err != nil {

@@ -23,14 +23,14 @@ func fuzzAgent() *agent { return newAgent(7) }
 func FuzzAppend(f *testing.F) {
 	a := fuzzAgent()
 	tl := openTestLog(f, 0, a)
-	tl.mustAppend(f, a.chain(f, 2)...)
-	next := a.sign(f, 3, a.prev)
+	tl.mustAppend(f, a.Chain(f, 2)...)
+	next := a.Sign(f, 3, a.Prev)
 	f.Add(next)
 	f.Add([]byte("{}"))
 	f.Add(bytes.Replace(next, []byte(`"seq":3`), []byte(`"seq":4`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := tl.Size()
-		head, _, err := tl.Head(a.keyID)
+		head, _, err := tl.Head(a.KeyID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func FuzzAppend(f *testing.F) {
 			return
 		}
 		r, perr := receipt.Parse(data)
-		if after != before+1 || perr != nil || r.Verify(a.pub()) != nil ||
+		if after != before+1 || perr != nil || r.Verify(a.Public()) != nil ||
 			r.Seq != head.Seq+1 || r.Prev != hex.EncodeToString(head.SHA256[:]) {
 			t.Fatalf("tree grew %d -> %d on an input that is not the valid next receipt: %q", before, after, data)
 		}
@@ -77,7 +77,7 @@ func FuzzProofRequest(f *testing.F) {
 	a := fuzzAgent()
 	tl := openTestLog(f, 0, a)
 	ref := &refTree{}
-	for i, r := range a.chain(f, n) {
+	for i, r := range a.Chain(f, n) {
 		tl.mustAppend(f, r)
 		hs, err := tlog.StoredHashes(int64(i), r, ref)
 		if err != nil {

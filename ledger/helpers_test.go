@@ -5,103 +5,28 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
-	"github.com/bankdoor/bankdoor/ledger/receipt"
+	"github.com/bankdoor/bankdoor/internal/agentchain"
+	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 )
 
 const testOrigin = "ledger.example/test"
 
-// agentSet is an Agents backed by a map.
-type agentSet struct {
-	mu   sync.Mutex
-	keys map[string]ed25519.PublicKey
-}
-
-func (a *agentSet) Lookup(keyID string) (ed25519.PublicKey, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	k, ok := a.keys[keyID]
-	return k, ok
-}
-
-func (a *agentSet) enroll(pub ed25519.PublicKey) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.keys == nil {
-		a.keys = map[string]ed25519.PublicKey{}
-	}
-	a.keys[agentkey.KeyID(pub)] = pub
-}
-
-// agent signs a chain of real receipts with a deterministic key.
-type agent struct {
-	priv  ed25519.PrivateKey
-	keyID string
-	seq   uint64
-	prev  string
-	epoch time.Duration // shifts receipt times, so a restarted chain differs in bytes
-}
+// agent signs a chain of real receipts (package agentchain) with a
+// deterministic key, stamped from a fixed time; shifting Start makes a
+// restarted chain differ in bytes.
+type agent = chaintest.Agent
 
 func newAgent(n int) *agent {
 	seed := make([]byte, ed25519.SeedSize)
 	binary.BigEndian.PutUint64(seed, uint64(n)+1)
-	priv := ed25519.NewKeyFromSeed(seed)
-	return &agent{priv: priv, keyID: agentkey.KeyID(priv.Public().(ed25519.PublicKey)), prev: receipt.FirstPrev}
-}
-
-func (a *agent) pub() ed25519.PublicKey { return a.priv.Public().(ed25519.PublicKey) }
-
-// sign returns the receipt with the given seq and prev, without moving
-// the agent's chain.
-func (a *agent) sign(t testing.TB, seq uint64, prev string) []byte {
-	t.Helper()
-	r := &receipt.Receipt{
-		Seq:          seq,
-		Time:         time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC).Add(a.epoch + time.Duration(seq)*time.Millisecond),
-		Decision:     receipt.Deny,
-		Server:       "bank",
-		Tool:         "transfer",
-		Rule:         "name.write_word",
-		Reason:       `tool name token "transfer" is a payment/write word`,
-		ArgNames:     []string{"amount_cents", "to_account"},
-		ArgsSHA256:   hex.EncodeToString(make([]byte, 32)),
-		PolicyID:     "bankdoor-fixture-readonly",
-		PolicySHA256: hex.EncodeToString(make([]byte, 32)),
-		Prev:         prev,
-	}
-	b, err := receipt.Sign(r, a.priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// next returns the agent's next receipt and moves its chain on.
-func (a *agent) next(t testing.TB) []byte {
-	t.Helper()
-	b := a.sign(t, a.seq+1, a.prev)
-	a.seq++
-	h := receipt.Hash(b)
-	a.prev = hex.EncodeToString(h[:])
-	return b
-}
-
-// chain returns the agent's next n receipts.
-func (a *agent) chain(t testing.TB, n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = a.next(t)
-	}
-	return out
+	return chaintest.New(ed25519.NewKeyFromSeed(seed), time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 }
 
 // testKeys returns a fixed log signer and its verifier.
@@ -145,7 +70,7 @@ func signerKey(t testing.TB, name string, seed []byte) string {
 type testLog struct {
 	*Log
 	path     string
-	agents   *agentSet
+	agents   *agentchain.Keys
 	verifier note.Verifier
 	opts     Options
 }
@@ -153,9 +78,9 @@ type testLog struct {
 func openTestLog(t testing.TB, maxBatch int, agents ...*agent) *testLog {
 	t.Helper()
 	s, v := testKeys(t)
-	set := &agentSet{}
+	set := &agentchain.Keys{}
 	for _, a := range agents {
-		set.enroll(a.pub())
+		set.Enroll(a.Public())
 	}
 	tl := &testLog{path: filepath.Join(t.TempDir(), "ledger.db"), agents: set, verifier: v,
 		opts: Options{Origin: testOrigin, Signer: s, Agents: set, MaxBatch: maxBatch}}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 )
 
 func TestKeyFiles(t *testing.T) {
@@ -102,7 +104,7 @@ func TestLoadSignerRefuses(t *testing.T) {
 // TestOpenRefuses checks the options and file checks of Open.
 func TestOpenRefuses(t *testing.T) {
 	s, _ := testKeys(t)
-	agents := &agentSet{}
+	agents := &agentchain.Keys{}
 	otherSkey, _, _ := GenerateKey("other.example/log")
 	other, err := note.NewSigner(otherSkey)
 	if err != nil {

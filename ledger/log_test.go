@@ -13,7 +13,7 @@ func TestAppendProveReopen(t *testing.T) {
 	tl := openTestLog(t, 0, a, b)
 	var leaves [][]byte
 	for range 5 {
-		batch := append(a.chain(t, 3), b.chain(t, 2)...)
+		batch := append(a.Chain(t, 3), b.Chain(t, 2)...)
 		idx := tl.mustAppend(t, batch...)
 		for i, x := range idx {
 			if x != uint64(len(leaves)+i) {
@@ -46,11 +46,11 @@ func TestAppendProveReopen(t *testing.T) {
 	if !bytes.Equal(tl.Checkpoint(), before) {
 		t.Fatalf("checkpoint after reopen:\n%s\nwant\n%s", tl.Checkpoint(), before)
 	}
-	h, ok, err := tl.Head(a.keyID)
-	if err != nil || !ok || h.Seq != a.seq {
-		t.Fatalf("Head(a) = %+v, %v, %v; want seq %d", h, ok, err, a.seq)
+	h, ok, err := tl.Head(a.KeyID)
+	if err != nil || !ok || h.Seq != a.Seq {
+		t.Fatalf("Head(a) = %+v, %v, %v; want seq %d", h, ok, err, a.Seq)
 	}
-	tl.mustAppend(t, a.next(t))
+	tl.mustAppend(t, a.Next(t))
 	if tl.Size() != uint64(len(leaves))+1 {
 		t.Fatalf("size after reopen and append = %d", tl.Size())
 	}
@@ -60,7 +60,7 @@ func TestFsckClean(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	for range 10 {
-		tl.mustAppend(t, a.chain(t, 7)...)
+		tl.mustAppend(t, a.Chain(t, 7)...)
 	}
 	tl.Close()
 	rep, err := Fsck(t.Context(), tl.path)

@@ -55,7 +55,7 @@ func buildLog(t *testing.T, n int) (*testLog, *refTree) {
 		k := min(1+rnd.IntN(maxK), n-size)
 		var batch [][]byte
 		for range k {
-			batch = append(batch, agents[rnd.IntN(len(agents))].next(t))
+			batch = append(batch, agents[rnd.IntN(len(agents))].Next(t))
 		}
 		tl.mustAppend(t, batch...)
 		for _, b := range batch {
@@ -174,7 +174,7 @@ func TestProofRange(t *testing.T) {
 func TestEntriesAndLeafIndex(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	leaves := a.chain(t, 20)
+	leaves := a.Chain(t, 20)
 	tl.mustAppend(t, leaves...)
 	for _, c := range []struct{ start, count, want uint64 }{{0, 20, 20}, {5, 3, 3}, {18, 100, 2}, {19, 1, 1}} {
 		got, err := tl.Entries(c.start, c.count)

@@ -13,6 +13,8 @@ import (
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json")
@@ -62,8 +64,8 @@ func makeVectors(t *testing.T) vectors {
 	}
 	vkey, _ := VerifierKey(skey)
 	a := newAgent(1)
-	agents := &agentSet{}
-	agents.enroll(a.pub())
+	agents := &agentchain.Keys{}
+	agents.Enroll(a.Public())
 	l, err := Open(filepath.Join(t.TempDir(), "ledger.db"), Options{Origin: origin, Signer: s, Agents: agents})
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +74,10 @@ func makeVectors(t *testing.T) vectors {
 	v := vectors{
 		Comment: "bankdoor ledger vectors: leaves are receipt files; checkpoints[i] is the signed note at size i+1; " +
 			"proofs are RFC 6962 (inclusion: audit path of leaf index in the tree of size; consistency: from size to size)",
-		Origin: origin, LogVkey: vkey, AgentPublic: a.pub(),
+		Origin: origin, LogVkey: vkey, AgentPublic: a.Public(),
 	}
 	for range vectorLeaves {
-		r := a.next(t)
+		r := a.Next(t)
 		if _, err := l.Append(context.Background(), [][]byte{r}); err != nil {
 			t.Fatal(err)
 		}

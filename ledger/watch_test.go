@@ -31,21 +31,21 @@ func recv(t *testing.T, c <-chan []byte) ([]byte, bool) {
 func TestWatch(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	tl.mustAppend(t, a.next(t))
+	tl.mustAppend(t, a.Next(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := tl.Watch(ctx)
 	if n, _ := recv(t, w); watchSize(t, tl, n) != 1 {
 		t.Fatal("first note from Watch is not the latest checkpoint")
 	}
-	tl.mustAppend(t, a.next(t))
+	tl.mustAppend(t, a.Next(t))
 	if n, _ := recv(t, w); watchSize(t, tl, n) != 2 {
 		t.Fatal("Watch did not deliver the new checkpoint")
 	}
 	// A slow reader: three commits while it does not read; it then gets
 	// the newest, and the commits did not wait for it.
 	for range 3 {
-		tl.mustAppend(t, a.next(t))
+		tl.mustAppend(t, a.Next(t))
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -31,7 +31,7 @@ func BenchmarkVerifyExport(b *testing.B) {
 	cpu0 := cpuTime(b)
 	b.ResetTimer()
 	for b.Loop() {
-		rep, err := verifier.VerifyAnchored(dir, a.pub(), verifier.Options{}, pol, cp)
+		rep, err := verifier.VerifyAnchored(dir, a.Public(), verifier.Options{}, pol, cp)
 		if err != nil {
 			b.Fatal(err)
 		}

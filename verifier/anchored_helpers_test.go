@@ -9,10 +9,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,50 +18,30 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
-	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/agentchain"
+	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
+	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
 )
 
-// agent makes a chain of signed receipts in memory.
+// agent makes a chain of signed receipts in memory (package agentchain)
+// and keeps them all.
 type agent struct {
-	key   ed25519.PrivateKey
+	chaintest.Agent
 	files [][]byte // seq i+1
 }
 
 func newAgent(t testing.TB) *agent {
-	_, k, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &agent{key: k}
+	return &agent{Agent: *chaintest.Generate(t, time.Unix(1796000000, 0))}
 }
-
-func (a *agent) pub() ed25519.PublicKey { return a.key.Public().(ed25519.PublicKey) }
-func (a *agent) id() string             { return agentkey.KeyID(a.pub()) }
 
 // next signs n more receipts and returns them.
 func (a *agent) next(t testing.TB, n int) [][]byte {
-	t.Helper()
-	start := len(a.files)
-	for range n {
-		prev := receipt.FirstPrev
-		if len(a.files) > 0 {
-			sum := receipt.Hash(a.files[len(a.files)-1])
-			prev = hex.EncodeToString(sum[:])
-		}
-		b, err := receipt.Sign(&receipt.Receipt{
-			Seq: uint64(len(a.files)) + 1, Time: time.Unix(1796000000, 0), Decision: receipt.Deny,
-			Server: "bank", Tool: "transfer", Rule: "name.write_word", Reason: "writes are denied",
-			ArgNames: []string{"amount_cents"}, ArgsSHA256: strings.Repeat("a", 64), PolicyID: "p", PolicySHA256: strings.Repeat("b", 64), Prev: prev,
-		}, a.key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.files = append(a.files, b)
-	}
-	return a.files[start:]
+	rs := a.Chain(t, n)
+	a.files = append(a.files, rs...)
+	return rs
 }
 
 // writeDir writes the agent's receipts as a plain receipts directory.
@@ -92,12 +70,12 @@ type anchorWorld struct {
 
 func newAnchorWorld(t testing.TB, as ...*agent) *anchorWorld {
 	t.Helper()
-	enrolled := agents{}
+	var pubs []ed25519.PublicKey
 	for _, a := range as {
-		enrolled[a.id()] = a.pub()
+		pubs = append(pubs, a.Public())
 	}
-	l, vkey := openLedger(t, enrolled)
-	w := &anchorWorld{t: t, log: l, logVKey: vkey}
+	l := openLedger(t, pubs...)
+	w := &anchorWorld{t: t, log: l.Log, logVKey: l.VKey}
 	for _, name := range []string{"witness-a.test", "witness-b.test"} {
 		s, v := newWitness(t, name)
 		w.witnesses, w.wVKeys = append(w.witnesses, s), append(w.wVKeys, v)
@@ -106,23 +84,19 @@ func newAnchorWorld(t testing.TB, as ...*agent) *anchorWorld {
 }
 
 // openLedger opens a new ledger with a new log key, enrolling the given
-// agents, and returns it with the log's verifier key.
-func openLedger(t testing.TB, enrolled agents) (*ledger.Log, string) {
+// agents' keys.
+func openLedger(t testing.TB, pubs ...ed25519.PublicKey) *scratchlog.Log {
 	t.Helper()
-	skey, vkey, err := ledger.GenerateKey(origin)
-	if err != nil {
-		t.Fatal(err)
+	var keys agentchain.Keys
+	for _, pub := range pubs {
+		keys.Enroll(pub)
 	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Signer: signer, Agents: enrolled})
+	l, err := scratchlog.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Agents: &keys})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return l, vkey
+	return l
 }
 
 // newWitness generates a witness key; its vkey is of type cosignature/v1.
@@ -196,7 +170,7 @@ func (w *anchorWorld) export(a *agent) (string, []byte) {
 	w.t.Helper()
 	cp := w.cosigned(w.witnesses...)
 	size := w.log.Size()
-	b, files, err := bundle.Export(context.Background(), bundle.LogSource(w.log), a.id(), cp, size)
+	b, files, err := bundle.Export(context.Background(), bundle.LogSource(w.log), a.KeyID, cp, size)
 	if err != nil {
 		w.t.Fatal(err)
 	}

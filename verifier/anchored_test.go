@@ -33,7 +33,7 @@ func sharedLog(t *testing.T, n int) (*anchorWorld, *agent) {
 
 func anchored(t *testing.T, w *anchorWorld, a *agent, dir string, cp []byte) (*verifier.AnchoredReport, error) {
 	t.Helper()
-	return verifier.VerifyAnchored(dir, a.pub(), verifier.Options{}, w.policy(2), cp)
+	return verifier.VerifyAnchored(dir, a.Public(), verifier.Options{}, w.policy(2), cp)
 }
 
 func removeSeqs(t *testing.T, dir string, seqs ...uint64) {
@@ -214,10 +214,10 @@ func TestBundleTampering(t *testing.T) {
 			editFile(t, dir, bundle.ManifestFile, "\nsize ", "\nsize 1")
 		}},
 		{"other agent's bundle", "not --pub's", func(t *testing.T, dir string) {
-			editFile(t, dir, bundle.ManifestFile, "key_id "+a.id(), "key_id 0123456789abcdef")
+			editFile(t, dir, bundle.ManifestFile, "key_id "+a.KeyID, "key_id 0123456789abcdef")
 		}},
 		{"changed receipt", "signature does not verify", func(t *testing.T, dir string) {
-			editFile(t, filepath.Join(dir, bundle.ReceiptsDir), "000002.json", "writes are denied", "writes are allowed")
+			editFile(t, filepath.Join(dir, bundle.ReceiptsDir), "000002.json", "payment/write word", "payment/read word")
 		}},
 		{"extra receipt", "after seq 5", func(t *testing.T, dir string) {
 			overwrite(t, filepath.Join(dir, bundle.ReceiptsDir, "000006.json"), a.next(t, 1)[0])
@@ -321,7 +321,7 @@ func TestCheckpointPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = verifier.VerifyAnchored(dir, a.pub(), verifier.Options{}, p, tc.note)
+			_, err = verifier.VerifyAnchored(dir, a.Public(), verifier.Options{}, p, tc.note)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v; want %v", err, tc.wantErr)
 			}
@@ -331,7 +331,7 @@ func TestCheckpointPolicy(t *testing.T) {
 	t.Run("unknown witness key ignored", func(t *testing.T) {
 		dir, _ := w.export(a)
 		note := cosign(t, w.log.Checkpoint(), w.logVKey, stranger, w.witnesses[0])
-		rep, err := verifier.VerifyAnchored(dir, a.pub(), verifier.Options{}, w.policy(1), note)
+		rep, err := verifier.VerifyAnchored(dir, a.Public(), verifier.Options{}, w.policy(1), note)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
 	w, a := sharedLog(t, 4)
 	cp, size := w.cosigned(w.witnesses...), w.log.Size()
 	w.append(a.next(t, 3))
-	b, files, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.id(), cp, size)
+	b, files, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.KeyID, cp, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,8 +411,8 @@ func TestExportBeforeTheAgentsFirstReceipt(t *testing.T) {
 	w.append(b.next(t, 2))
 	cp, size := w.cosigned(), w.log.Size()
 	w.append(a.next(t, 1))
-	_, _, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.id(), cp, size)
-	wantFailure(t, err, "holds no receipt of key_id "+a.id()+" yet")
+	_, _, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.KeyID, cp, size)
+	wantFailure(t, err, "holds no receipt of key_id "+a.KeyID+" yet")
 }
 
 // A chain spread over more than one GetEntries page (1024 entries).

@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
@@ -29,10 +28,6 @@ import (
 )
 
 const origin = "verifier.test/ledger"
-
-type agents map[string]ed25519.PublicKey
-
-func (a agents) Lookup(id string) (ed25519.PublicKey, bool) { k, ok := a[id]; return k, ok }
 
 // world is an agent's receipts directory and a ledger serving over HTTP.
 type world struct {
@@ -65,17 +60,13 @@ func (w *world) pub() ed25519.PublicKey { return w.key.Public().(ed25519.PublicK
 // serveLedger opens a new ledger enrolling pub and serves it.
 func serveLedger(t testing.TB, pub ed25519.PublicKey) (*ledger.Log, ledgerv1connect.LedgerServiceClient, note.Verifier) {
 	t.Helper()
-	l, vkey := openLedger(t, agents{agentkey.KeyID(pub): pub})
-	path, h := rpc.New(l, nil).Handler(nil)
+	l := openLedger(t, pub)
+	path, h := rpc.New(l.Log, nil).Handler(nil)
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l, ledgerv1connect.NewLedgerServiceClient(srv.Client(), srv.URL), v
+	return l.Log, ledgerv1connect.NewLedgerServiceClient(srv.Client(), srv.URL), l.Verifier
 }
 
 // write writes n receipts, and appends the first ship of them to the log.

@@ -16,8 +16,8 @@ import (
 func TestDirectory(t *testing.T) {
 	dir := t.TempDir()
 	a, b, c := newAgent(t), newAgent(t), newAgent(t)
-	writePub(t, filepath.Join(dir, "a.pem"), a.pub())
-	writePub(t, filepath.Join(dir, "b.pem"), b.pub())
+	writePub(t, filepath.Join(dir, "a.pem"), a.Public())
+	writePub(t, filepath.Join(dir, "b.pem"), b.Public())
 	// Not keys: other extensions and directories are ignored.
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("agent keys\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -30,12 +30,12 @@ func TestDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAgents(t, d, a, b)
-	if _, ok := d.Lookup(c.keyID); ok {
-		t.Fatalf("Lookup(%s) found a key that is not enrolled", c.keyID)
+	if _, ok := d.Lookup(c.KeyID); ok {
+		t.Fatalf("Lookup(%s) found a key that is not enrolled", c.KeyID)
 	}
 
 	// Enrol c, remove a.
-	writePub(t, filepath.Join(dir, "c.pem"), c.pub())
+	writePub(t, filepath.Join(dir, "c.pem"), c.Public())
 	if err := os.Remove(filepath.Join(dir, "a.pem")); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(rpc.Change{Enrolled: []string{c.keyID}, Removed: []string{a.keyID}}, ch); diff != "" {
+	if diff := cmp.Diff(rpc.Change{Enrolled: []string{c.KeyID}, Removed: []string{a.KeyID}}, ch); diff != "" {
 		t.Errorf("Reload change (-want +got):\n%s", diff)
 	}
 	wantAgents(t, d, b, c)
@@ -66,10 +66,10 @@ func wantAgents(t *testing.T, d *rpc.Directory, agents ...*agent) {
 	t.Helper()
 	var ids []string
 	for _, a := range agents {
-		ids = append(ids, a.keyID)
-		pub, ok := d.Lookup(a.keyID)
-		if !ok || !pub.Equal(a.pub()) {
-			t.Fatalf("Lookup(%s) = %x, %v; want the agent's key", a.keyID, pub, ok)
+		ids = append(ids, a.KeyID)
+		pub, ok := d.Lookup(a.KeyID)
+		if !ok || !pub.Equal(a.Public()) {
+			t.Fatalf("Lookup(%s) = %x, %v; want the agent's key", a.KeyID, pub, ok)
 		}
 	}
 	slices.Sort(ids)
@@ -87,9 +87,9 @@ func TestDirectoryErrors(t *testing.T) {
 	}{
 		{"missing", func(dir string) { os.Remove(dir) }, []string{"agents directory", "--agents DIR"}},
 		{"same key twice", func(dir string) {
-			writePub(t, filepath.Join(dir, "one.pem"), a.pub())
-			writePub(t, filepath.Join(dir, "two.pem"), a.pub())
-		}, []string{"one.pem and", "two.pem are the same key", a.keyID}},
+			writePub(t, filepath.Join(dir, "one.pem"), a.Public())
+			writePub(t, filepath.Join(dir, "two.pem"), a.Public())
+		}, []string{"one.pem and", "two.pem are the same key", a.KeyID}},
 		{"private key", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "k.pem"), []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600)
 		}, []string{"k.pem", `"PRIVATE KEY", want "PUBLIC KEY"`}},
@@ -119,7 +119,7 @@ func TestDirectoryErrors(t *testing.T) {
 func TestDirectoryReloadRace(t *testing.T) {
 	dir := t.TempDir()
 	stay, come := newAgent(t), newAgent(t)
-	writePub(t, filepath.Join(dir, "stay.pem"), stay.pub())
+	writePub(t, filepath.Join(dir, "stay.pem"), stay.Public())
 	d, err := rpc.LoadDirectory(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestDirectoryReloadRace(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 200 {
-			if _, ok := d.Lookup(stay.keyID); !ok {
+			if _, ok := d.Lookup(stay.KeyID); !ok {
 				t.Error("an agent enrolled throughout was not found during a reload")
 				return
 			}
@@ -136,7 +136,7 @@ func TestDirectoryReloadRace(t *testing.T) {
 	for i := range 20 {
 		p := filepath.Join(dir, "come.pem")
 		if i%2 == 0 {
-			writePub(t, p, come.pub())
+			writePub(t, p, come.Public())
 		} else {
 			os.Remove(p)
 		}

@@ -1,15 +1,9 @@
 package rpc_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,10 +11,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/bankdoor/bankdoor/internal/tlstest"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
@@ -67,7 +61,7 @@ func TestBearerTokens(t *testing.T) {
 					a := newAgent(t)
 					l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{token(t, goodToken)}, Reads: tc.reads}, a)
 					c := p.client(l)
-					_, err := c.Append(t.Context(), withToken(appendReq(a.next(t, 1)...), tc.header))
+					_, err := c.Append(t.Context(), withToken(appendReq(a.Chain(t, 1)...), tc.header))
 					checkAuth(t, err, tc.append, tc.want)
 					if want := map[bool]uint64{true: 0, false: 1}[tc.append != 0]; l.log.Size() != want {
 						t.Fatalf("log size %d after Append, want %d", l.log.Size(), want)
@@ -121,50 +115,8 @@ type pki struct {
 }
 
 func newPKI(t *testing.T) *pki {
-	caCert, caKey := newCert(t, "test CA", nil, nil, true)
-	rogueCA, rogueKey := newCert(t, "rogue CA", nil, nil, true)
-	p := &pki{pool: x509.NewCertPool()}
-	p.pool.AddCert(caCert)
-	p.server = leaf(t, "127.0.0.1", caCert, caKey)
-	p.client = leaf(t, "shipper-1", caCert, caKey)
-	p.rogue = leaf(t, "shipper-1", rogueCA, rogueKey)
-	return p
-}
-
-func leaf(t *testing.T, cn string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) tls.Certificate {
-	c, k := newCert(t, cn, ca, caKey, false)
-	return tls.Certificate{Certificate: [][]byte{c.Raw}, PrivateKey: k, Leaf: c}
-}
-
-func newCert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  isCA,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, key
+	ca, rogue := tlstest.NewCA(t, "test CA"), tlstest.NewCA(t, "rogue CA")
+	return &pki{pool: ca.Pool(), server: ca.Issue(t, "127.0.0.1"), client: ca.Issue(t, "shipper-1"), rogue: rogue.Issue(t, "shipper-1")}
 }
 
 // TestMutualTLS: with ClientCerts, a client certificate the server's CA
@@ -194,21 +146,21 @@ func TestMutualTLS(t *testing.T) {
 		opts []connect.ClientOption
 	}{{"grpc-tls", []connect.ClientOption{connect.WithGRPC()}}, {"connect-proto-tls", nil}} {
 		t.Run(proto.name, func(t *testing.T) {
-			_, err := client(nil, proto.opts...).Append(t.Context(), appendReq(a.sign(t, a.seq+1, a.prev)))
+			_, err := client(nil, proto.opts...).Append(t.Context(), appendReq(a.Sign(t, a.Seq+1, a.Prev)))
 			wantCode(t, err, connect.CodeUnauthenticated, "present a TLS client certificate issued by the server's --client-ca")
 			if _, err := client(nil, proto.opts...).GetCheckpoint(t.Context(), connect.NewRequest(&ledgerv1.GetCheckpointRequest{})); err != nil {
 				t.Fatalf("GetCheckpoint without a client certificate: %v", err)
 			}
-			_, err = client(&pk.rogue, proto.opts...).Append(t.Context(), appendReq(a.sign(t, a.seq+1, a.prev)))
+			_, err = client(&pk.rogue, proto.opts...).Append(t.Context(), appendReq(a.Sign(t, a.Seq+1, a.Prev)))
 			if err == nil || !strings.Contains(err.Error(), "certificate") {
 				t.Fatalf("Append with a rogue CA's certificate: %v, want a TLS handshake failure", err)
 			}
-			resp, err := client(&pk.client, proto.opts...).Append(t.Context(), appendReq(a.next(t, 1)...))
+			resp, err := client(&pk.client, proto.opts...).Append(t.Context(), appendReq(a.Chain(t, 1)...))
 			if err != nil {
 				t.Fatalf("Append with a good client certificate: %v", err)
 			}
-			if resp.Msg.Indexes[0] != a.seq-1 {
-				t.Fatalf("index %d, want %d", resp.Msg.Indexes[0], a.seq-1)
+			if resp.Msg.Indexes[0] != a.Seq-1 {
+				t.Fatalf("index %d, want %d", resp.Msg.Indexes[0], a.Seq-1)
 			}
 		})
 	}
@@ -286,7 +238,7 @@ func TestAuthBeforeBody(t *testing.T) {
 
 	// The check and the router see the same path: an escaped spelling of
 	// Append is still Append.
-	body := `{"receipts":["` + base64.StdEncoding.EncodeToString(a.next(t, 1)[0]) + `"]}`
+	body := `{"receipts":["` + base64.StdEncoding.EncodeToString(a.Chain(t, 1)[0]) + `"]}`
 	resp, err = http.Post(l.srv.URL+"/bankdoor.ledger.v1.LedgerService/%41ppend", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func BenchmarkAppend(b *testing.B) {
 				a := newAgent(b)
 				l := newTestLedger(b, nil, a)
 				c := p.client(l)
-				rs := a.next(b, b.N*batch)
+				rs := a.Chain(b, b.N*batch)
 				b.ResetTimer()
 				for i := range b.N {
 					if _, err := c.Append(b.Context(), appendReq(rs[i*batch:(i+1)*batch]...)); err != nil {
@@ -45,7 +45,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 	l := newTestLedger(b, nil, as...)
 	chains := make([][][]byte, agents)
 	for i, a := range as {
-		chains[i] = a.next(b, (b.N+agents-1)/agents)
+		chains[i] = a.Chain(b, (b.N+agents-1)/agents)
 	}
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -69,7 +69,7 @@ func BenchmarkGetInclusionProof(b *testing.B) {
 	a := newAgent(b)
 	l := newTestLedger(b, nil, a)
 	c := l.grpc()
-	rs := a.next(b, 4096)
+	rs := a.Chain(b, 4096)
 	for i := 0; i < len(rs); i += 1000 {
 		if _, err := c.Append(b.Context(), appendReq(rs[i:min(i+1000, len(rs))]...)); err != nil {
 			b.Fatal(err)

@@ -99,7 +99,7 @@ func TestCosignedCheckpoint(t *testing.T) {
 			a, w1, w2 := newAgent(t), newWitness(t, "w1.example"), newWitness(t, "w2.example")
 			l := cosigningLedger(t, nil, a, w1, w2)
 			c := p.client(l)
-			wantIndexes(t, c, a.next(t, 3), 0, 1, 2)
+			wantIndexes(t, c, a.Chain(t, 3), 0, 1, 2)
 			cp := getCheckpoint(t, c)
 			policy, err := cosignature.NewPolicy(l.vkey, []string{w1.vkey, w2.vkey}, 2)
 			if err != nil {
@@ -132,9 +132,9 @@ func TestAddCosignatureRefuses(t *testing.T) {
 	a, w, other := newAgent(t), newWitness(t, "w.example"), newWitness(t, "other.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.connectJSON()
-	wantIndexes(t, c, a.next(t, 2), 0, 1)
+	wantIndexes(t, c, a.Chain(t, 2), 0, 1)
 	cp2 := getCheckpoint(t, c)
-	wantIndexes(t, c, a.next(t, 1), 2)
+	wantIndexes(t, c, a.Chain(t, 1), 2)
 	cp3 := getCheckpoint(t, c)
 	good := w.cosign(t, cp3)
 	forged := forge(t, good)
@@ -175,9 +175,9 @@ func TestAddCosignatureOldSize(t *testing.T) {
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.grpc()
-	wantIndexes(t, c, a.next(t, 2), 0, 1)
+	wantIndexes(t, c, a.Chain(t, 2), 0, 1)
 	cp2 := getCheckpoint(t, c)
-	wantIndexes(t, c, a.next(t, 1), 2)
+	wantIndexes(t, c, a.Chain(t, 1), 2)
 	if err := addCosignature(c, t, 2, w.cosign(t, cp2)); err != nil {
 		t.Fatalf("AddCosignature of size 2 in a log of 3: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestWatchSendsCosigned(t *testing.T) {
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.grpc()
-	wantIndexes(t, c, a.next(t, 1), 0)
+	wantIndexes(t, c, a.Chain(t, 1), 0)
 	stream, err := c.WatchCheckpoints(t.Context(), connect.NewRequest(&ledgerv1.WatchCheckpointsRequest{}))
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func BenchmarkGetCheckpointCosigned(b *testing.B) {
 	a, ws := newAgent(b), []*witness{newWitness(b, "w1.example"), newWitness(b, "w2.example"), newWitness(b, "w3.example")}
 	l := cosigningLedger(b, nil, a, ws...)
 	c := l.connectJSON()
-	if _, err := c.Append(b.Context(), appendReq(a.next(b, 1)...)); err != nil {
+	if _, err := c.Append(b.Context(), appendReq(a.Chain(b, 1)...)); err != nil {
 		b.Fatal(err)
 	}
 	cp := l.log.Checkpoint()
@@ -282,7 +282,7 @@ func FuzzAddCosignature(f *testing.F) {
 	if err := l.svc.Cosign(l.verifier, []note.Verifier{w.verifier}); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := l.log.Append(f.Context(), a.next(f, 2)); err != nil {
+	if _, err := l.log.Append(f.Context(), a.Chain(f, 2)); err != nil {
 		f.Fatal(err)
 	}
 	good := w.cosign(f, l.log.Checkpoint())

@@ -17,10 +17,10 @@ import (
 // did not change.
 func TestBadRequests(t *testing.T) {
 	a, stranger := newAgent(t), newAgent(t)
-	good := a.next(t, 2)
-	next := a.next(t, 1)[0]      // seq 3, not yet sent
-	skip := a.sign(t, 5, a.prev) // seq 5 after head 2
-	foreign := stranger.next(t, 1)[0]
+	good := a.Chain(t, 2)
+	next := a.Chain(t, 1)[0]     // seq 3, not yet sent
+	skip := a.Sign(t, 5, a.Prev) // seq 5 after head 2
+	foreign := stranger.Chain(t, 1)[0]
 	tampered := bytes.Replace(next, []byte(`"seq":3`), []byte(`"seq":4`), 1)
 	small := func(n int) [][]byte {
 		rs := make([][]byte, n)
@@ -65,7 +65,7 @@ func TestBadRequests(t *testing.T) {
 		{"append empty receipt", appendRs(next, nil), connect.CodeInvalidArgument, []string{"receipts[1] is empty"}},
 		{"append oversized receipt", appendRs(bytes.Repeat([]byte("x"), receipt.MaxSize+1)), connect.CodeInvalidArgument, []string{"16385 bytes, over the 16384-byte"}},
 		{"append too many", appendRs(small(rpc.MaxAppendReceipts + 1)...), connect.CodeInvalidArgument, []string{"1001 receipts, over the limit of 1000", "split"}},
-		{"append unknown key", appendRs(foreign), connect.CodePermissionDenied, []string{stranger.keyID, "--agents"}},
+		{"append unknown key", appendRs(foreign), connect.CodePermissionDenied, []string{stranger.KeyID, "--agents"}},
 		{"append broken chain", appendRs(skip), connect.CodeFailedPrecondition, []string{"the next is seq 3"}},
 		{"append tampered", appendRs(tampered), connect.CodeInvalidArgument, nil},
 		{"append good then bad", appendRs(next, foreign), connect.CodePermissionDenied, nil},
@@ -84,7 +84,7 @@ func TestBadRequests(t *testing.T) {
 			return err
 		}, connect.CodeOutOfRange, []string{"start 2"}},
 		{"head bad key_id", func(t *testing.T, c client) error {
-			_, err := c.GetAgentHead(t.Context(), connect.NewRequest(&ledgerv1.GetAgentHeadRequest{KeyId: a.keyID[:15] + "A"}))
+			_, err := c.GetAgentHead(t.Context(), connect.NewRequest(&ledgerv1.GetAgentHeadRequest{KeyId: a.KeyID[:15] + "A"}))
 			return err
 		}, connect.CodeInvalidArgument, []string{"16 lower-case hex"}},
 	}
@@ -100,7 +100,7 @@ func TestBadRequests(t *testing.T) {
 					if after := l.log.Checkpoint(); !bytes.Equal(after, before) {
 						t.Fatalf("the log changed:\n%s\nwant\n%s", after, before)
 					}
-					checkHead(t, c, a.keyID, &ledgerv1.GetAgentHeadResponse{Found: true, Seq: 2, ReceiptSha256: sha(good[1]), Index: 1})
+					checkHead(t, c, a.KeyID, &ledgerv1.GetAgentHeadResponse{Found: true, Seq: 2, ReceiptSha256: sha(good[1]), Index: 1})
 				})
 			}
 		})

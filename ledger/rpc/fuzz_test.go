@@ -12,7 +12,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 )
@@ -24,8 +24,7 @@ func fuzzAgent() *agent {
 	for i := range seed {
 		seed[i] = byte(i)
 	}
-	priv := ed25519.NewKeyFromSeed(seed)
-	return &agent{priv: priv, keyID: agentkey.KeyID(priv.Public().(ed25519.PublicKey)), prev: receipt.FirstPrev}
+	return chaintest.New(ed25519.NewKeyFromSeed(seed), receiptsStart)
 }
 
 // FuzzAppendRequest decodes arbitrary bytes as an AppendRequest (or, if
@@ -36,7 +35,7 @@ func fuzzAgent() *agent {
 func FuzzAppendRequest(f *testing.F) {
 	a := fuzzAgent()
 	l := openTestLedger(f, a)
-	good := a.next(f, 3)
+	good := a.Chain(f, 3)
 	for _, rs := range [][][]byte{good[:1], good, {good[1]}, {good[0], []byte("{}")}} {
 		b, err := proto.Marshal(&ledgerv1.AppendRequest{Receipts: rs})
 		if err != nil {
@@ -75,7 +74,7 @@ func checkStored(t *testing.T, l *testLedger, rs [][]byte, indexes []uint64) {
 		if err != nil {
 			t.Fatalf("Append accepted receipts[%d], which does not parse: %v", i, err)
 		}
-		if err := parsed.Verify(fuzzAgent().pub()); err != nil {
+		if err := parsed.Verify(fuzzAgent().Public()); err != nil {
 			t.Fatalf("Append accepted receipts[%d], which the enrolled key does not verify: %v", i, err)
 		}
 		got, err := l.log.Entries(indexes[i], 1)
@@ -108,7 +107,7 @@ func FuzzProofRequest(f *testing.F) {
 	a := fuzzAgent()
 	l := openTestLedger(f, a)
 	const n = 7
-	rs := a.next(f, n)
+	rs := a.Chain(f, n)
 	roots := map[uint64][]byte{} // tree size -> root hash, from signed checkpoints
 	for i, r := range rs {
 		if _, err := l.svc.Append(f.Context(), appendReq(r)); err != nil {

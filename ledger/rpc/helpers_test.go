@@ -2,10 +2,8 @@ package rpc_test
 
 import (
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"net/http"
@@ -20,9 +18,9 @@ import (
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
+	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
-	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
@@ -70,26 +68,15 @@ func openTestLedger(t testing.TB, agents ...*agent) *testLedger {
 	for _, a := range agents {
 		l.enroll(a)
 	}
-	skey, vkey, err := ledger.GenerateKey(testOrigin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.vkey = vkey
-	if l.verifier, err = note.NewVerifier(vkey); err != nil {
-		t.Fatal(err)
-	}
 	dirAgents, err := rpc.LoadDirectory(l.agents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.log, err = ledger.Open(l.db, ledger.Options{Origin: testOrigin, Signer: signer, Agents: dirAgents})
+	sl, err := scratchlog.Open(l.db, ledger.Options{Origin: testOrigin, Agents: dirAgents})
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.log, l.verifier, l.vkey = sl.Log, sl.Verifier, sl.VKey
 	t.Cleanup(func() {
 		if err := l.log.Close(); err != nil {
 			t.Error(err)
@@ -109,7 +96,7 @@ func (l *testLedger) mux(auth *rpc.Auth) *http.ServeMux {
 // enroll writes a's public key into the agents directory.
 func (l *testLedger) enroll(a *agent) {
 	l.t.Helper()
-	writePub(l.t, filepath.Join(l.agents, a.keyID+".pem"), a.pub())
+	writePub(l.t, filepath.Join(l.agents, a.KeyID+".pem"), a.Public())
 }
 
 func writePub(t testing.TB, path string, pub ed25519.PublicKey) {
@@ -158,60 +145,13 @@ func (l *testLedger) checkpoint(b []byte) *log.Checkpoint {
 	return cp
 }
 
-// agent signs a chain of real receipts.
-type agent struct {
-	priv  ed25519.PrivateKey
-	keyID string
-	seq   uint64
-	prev  string
-}
+// agent signs a chain of real receipts (package agentchain), stamped
+// from a fixed time.
+type agent = chaintest.Agent
 
-func newAgent(t testing.TB) *agent {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &agent{priv: priv, keyID: agentkey.KeyID(priv.Public().(ed25519.PublicKey)), prev: receipt.FirstPrev}
-}
+var receiptsStart = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 
-func (a *agent) pub() ed25519.PublicKey { return a.priv.Public().(ed25519.PublicKey) }
-
-// sign returns the receipt with seq and prev, leaving the chain alone.
-func (a *agent) sign(t testing.TB, seq uint64, prev string) []byte {
-	t.Helper()
-	r := &receipt.Receipt{
-		Seq:          seq,
-		Time:         time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Millisecond),
-		Decision:     receipt.Deny,
-		Server:       "bank",
-		Tool:         "transfer",
-		Rule:         "name.write_word",
-		Reason:       `tool name token "transfer" is a payment/write word`,
-		ArgNames:     []string{"amount_cents", "to_account"},
-		ArgsSHA256:   hex.EncodeToString(make([]byte, 32)),
-		PolicyID:     "bankdoor-fixture-readonly",
-		PolicySHA256: hex.EncodeToString(make([]byte, 32)),
-		Prev:         prev,
-	}
-	b, err := receipt.Sign(r, a.priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// next returns the agent's next n receipts and moves its chain on.
-func (a *agent) next(t testing.TB, n int) [][]byte {
-	t.Helper()
-	out := make([][]byte, n)
-	for i := range out {
-		a.seq++
-		out[i] = a.sign(t, a.seq, a.prev)
-		sum := receipt.Hash(out[i])
-		a.prev = hex.EncodeToString(sum[:])
-	}
-	return out
-}
+func newAgent(t testing.TB) *agent { return chaintest.Generate(t, receiptsStart) }
 
 // leafHash is the RFC 6962 leaf hash of a receipt file.
 func leafHash(b []byte) []byte {

@@ -32,7 +32,7 @@ func TestManyAgents(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, a := range as {
 		c := protocols[i%len(protocols)].client(l)
-		rs := a.next(t, perAgent)
+		rs := a.Chain(t, perAgent)
 		wg.Go(func() { appendAll(t, c, rs, i) })
 	}
 	wg.Wait()
@@ -127,7 +127,7 @@ func checkChains(t *testing.T, entries [][]byte, as []*agent, perAgent int) {
 	seqs := map[string]uint64{}
 	keys := map[string]*agent{}
 	for _, a := range as {
-		keys[a.keyID] = a
+		keys[a.KeyID] = a
 	}
 	for i, e := range entries {
 		r, err := receipt.Parse(e)
@@ -138,7 +138,7 @@ func checkChains(t *testing.T, entries [][]byte, as []*agent, perAgent int) {
 		if !ok {
 			t.Fatalf("entry %d: key_id %s is not one of the agents", i, r.KeyID)
 		}
-		if err := r.Verify(a.pub()); err != nil {
+		if err := r.Verify(a.Public()); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 		want := heads[r.KeyID]
@@ -152,8 +152,8 @@ func checkChains(t *testing.T, entries [][]byte, as []*agent, perAgent int) {
 		heads[r.KeyID], seqs[r.KeyID] = hex.EncodeToString(sum[:]), r.Seq
 	}
 	for _, a := range as {
-		if seqs[a.keyID] != uint64(perAgent) || heads[a.keyID] != a.prev {
-			t.Errorf("agent %s: log ends at seq %d, want %d", a.keyID, seqs[a.keyID], perAgent)
+		if seqs[a.KeyID] != uint64(perAgent) || heads[a.KeyID] != a.Prev {
+			t.Errorf("agent %s: log ends at seq %d, want %d", a.KeyID, seqs[a.KeyID], perAgent)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func TestAppendAndRead(t *testing.T) {
 			a := newAgent(t)
 			l := newTestLedger(t, nil, a)
 			c := p.client(l)
-			first, second := a.next(t, 3), a.next(t, 2)
+			first, second := a.Chain(t, 3), a.Chain(t, 2)
 
 			wantIndexes(t, c, first, 0, 1, 2)
 			cp3 := l.checkpoint(getCheckpoint(t, c))
@@ -50,8 +50,8 @@ func TestAppendAndRead(t *testing.T) {
 			if diff := cmp.Diff(all, resp.Msg.Entries); diff != "" {
 				t.Errorf("GetEntries(0, 0) differs from the receipts (-want +got):\n%s", diff)
 			}
-			checkHead(t, c, a.keyID, &ledgerv1.GetAgentHeadResponse{Found: true, Seq: 5, ReceiptSha256: sha(all[4]), Index: 4})
-			checkHead(t, c, newAgent(t).keyID, &ledgerv1.GetAgentHeadResponse{})
+			checkHead(t, c, a.KeyID, &ledgerv1.GetAgentHeadResponse{Found: true, Seq: 5, ReceiptSha256: sha(all[4]), Index: 4})
+			checkHead(t, c, newAgent(t).KeyID, &ledgerv1.GetAgentHeadResponse{})
 		})
 	}
 }
@@ -134,7 +134,7 @@ func TestGetEntriesCap(t *testing.T) {
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
 	c := l.grpc()
-	rs := a.next(t, rpc.MaxEntries+5)
+	rs := a.Chain(t, rpc.MaxEntries+5)
 	for _, batch := range [][][]byte{rs[:rpc.MaxEntries], rs[rpc.MaxEntries:]} {
 		if _, err := c.Append(t.Context(), appendReq(batch...)); err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func TestWatchCheckpoints(t *testing.T) {
 			defer stream.Close()
 			for want := uint64(0); want <= 3; want++ {
 				if want > 0 {
-					wantIndexes(t, c, a.next(t, 1), want-1)
+					wantIndexes(t, c, a.Chain(t, 1), want-1)
 				}
 				// A slow reader may skip to the newest, never go back.
 				for {
@@ -225,7 +225,7 @@ func TestWatchStop(t *testing.T) {
 func TestHealth(t *testing.T) {
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
-	wantIndexes(t, l.grpc(), a.next(t, 2), 0, 1)
+	wantIndexes(t, l.grpc(), a.Chain(t, 2), 0, 1)
 	resp, err := http.Get(l.srv.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
