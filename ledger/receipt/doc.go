@@ -9,8 +9,11 @@
 // the chain alone; the ledger's witnessed checkpoints cover that.
 //
 // [Sign] and [Writer] make receipts, [Parse] and [Receipt.Verify] check
-// them. Parse is strict: it accepts exactly the bytes Sign produces, so a
-// receipt has one encoding and its hash is well defined.
+// them, and [Open] does both at once for a receipt file. Parse is strict:
+// it accepts exactly the bytes Sign produces, so a receipt has one
+// encoding and its hash is well defined. Because of that, the message a
+// signature covers is also the file itself less its `,"sig":"…"` member,
+// which is how Open checks it without encoding the receipt again.
 //
 // # Receipt Format
 //
