@@ -70,7 +70,7 @@ func anchorEach(ctx context.Context, bl *benchLog, url, wvkey string, n int, pro
 	}
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		r, err := as[0].next()
+		r, err := as[0].Next()
 		if err == nil {
 			_, err = bl.Append(ctx, [][]byte{r})
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/perf"
 )
 
@@ -96,10 +97,10 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 
 // signRoundRobin signs n receipts, the i-th by agent i mod len(as), and
 // returns each agent's receipts in chain order.
-func signRoundRobin(as []*agent, n int) ([][][]byte, error) {
+func signRoundRobin(as []*agentchain.Agent, n int) ([][][]byte, error) {
 	work := make([][][]byte, len(as))
 	for i := range n {
-		r, err := as[i%len(as)].next()
+		r, err := as[i%len(as)].Next()
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +165,7 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 
 // grow appends receipts from the agents until the log holds size,
 // saying so every 100,000 receipts.
-func (lb *LedgerBench) grow(ctx context.Context, bl *benchLog, as []*agent, size uint64) error {
+func (lb *LedgerBench) grow(ctx context.Context, bl *benchLog, as []*agentchain.Agent, size uint64) error {
 	const per = 256
 	var mu sync.Mutex
 	reserved := bl.Size()
@@ -185,7 +186,7 @@ func (lb *LedgerBench) grow(ctx context.Context, bl *benchLog, as []*agent, size
 			for k := take(); k > 0; k = take() {
 				// One agent's chain must arrive in order: it waits for
 				// each of its requests before signing the next.
-				rs, err := a.chain(k)
+				rs, err := a.Chain(k)
 				if err == nil {
 					_, err = bl.Append(ctx, rs)
 				}

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -19,53 +18,17 @@ import (
 // reportOrigin is the origin of the logs the report builds.
 const reportOrigin = "report.bankdoor.invalid/ledger"
 
-// agentKeys are the agents enrolled in a benchLog.
-type agentKeys = agentchain.Keys
-
-// agent signs a chain of real receipts (package agentchain) with a fresh
-// key, stamped with the current time. priv and seq mirror the chain's key
-// and last seq, by the names the report's other files use.
-type agent struct {
-	c    *agentchain.Agent
-	priv ed25519.PrivateKey
-	seq  uint64
-}
-
-// newAgent makes a fresh agent and enrolls it in keys.
-func newAgent(keys *agentKeys) (*agent, error) {
-	c, err := agentchain.Generate()
-	if err != nil {
-		return nil, err
-	}
-	keys.Enroll(c.Public())
-	return &agent{c: c, priv: c.Key}, nil
-}
-
-// next signs the agent's next receipt, a deny like the proxy writes.
-func (a *agent) next() ([]byte, error) {
-	b, err := a.c.Next()
-	a.seq = a.c.Seq
-	return b, err
-}
-
-// chain returns the agent's next n receipts.
-func (a *agent) chain(n int) ([][]byte, error) {
-	rs, err := a.c.Chain(n)
-	a.seq = a.c.Seq
-	return rs, err
-}
-
 // benchLog is a ledger.Log in a bbolt file with fresh keys.
 type benchLog struct {
 	*ledger.Log
-	keys     *agentKeys
+	keys     *agentchain.Keys // the agents enrolled in it
 	verifier note.Verifier
 	vkey     string // the verifier key, as text
 }
 
 // openLog opens a new log in dir/name.db with a fresh note key.
 func openLog(dir, name string, maxBatch int) (*benchLog, error) {
-	keys := &agentKeys{}
+	keys := &agentchain.Keys{}
 	l, err := scratchlog.Open(filepath.Join(dir, name+".db"), ledger.Options{Origin: reportOrigin, Agents: keys, MaxBatch: maxBatch})
 	if err != nil {
 		return nil, fmt.Errorf("opening the report's ledger %s: %w", name, err)
@@ -79,14 +42,16 @@ func (bl *benchLog) checkpoint() (*log.Checkpoint, error) {
 	return cp, err
 }
 
-// agents makes n fresh agents enrolled in the log.
-func (bl *benchLog) agents(n int) ([]*agent, error) {
-	as := make([]*agent, n)
+// agents makes n agents with fresh keys (package agentchain, receipts
+// stamped with the current time) enrolled in the log.
+func (bl *benchLog) agents(n int) ([]*agentchain.Agent, error) {
+	as := make([]*agentchain.Agent, n)
 	for i := range as {
 		var err error
-		if as[i], err = newAgent(bl.keys); err != nil {
+		if as[i], err = agentchain.Generate(); err != nil {
 			return nil, err
 		}
+		bl.keys.Enroll(as[i].Public())
 	}
 	return as, nil
 }

@@ -1,12 +1,12 @@
 package report
 
 import (
-	"crypto/ed25519"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier"
 )
@@ -20,21 +20,21 @@ func (lb *LedgerBench) VerifyThroughput(dir string, n int) (Measurement, error) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Measurement{}, err
 	}
-	a, err := newAgent(&agentKeys{})
+	a, err := agentchain.Generate()
 	if err != nil {
 		return Measurement{}, err
 	}
 	for range n {
-		b, err := a.next()
+		b, err := a.Next()
 		if err != nil {
 			return Measurement{}, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, receipt.FileName(a.seq)), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, receipt.FileName(a.Seq)), b, 0o644); err != nil {
 			return Measurement{}, err
 		}
 	}
 	start := time.Now()
-	rep, err := verifier.VerifyDir(dir, a.priv.Public().(ed25519.PublicKey), verifier.Options{})
+	rep, err := verifier.VerifyDir(dir, a.Public(), verifier.Options{})
 	d := time.Since(start)
 	if err != nil {
 		return Measurement{}, fmt.Errorf("verifying the report's own receipts in %s: %w", dir, err)
