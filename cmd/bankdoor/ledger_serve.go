@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -123,35 +122,11 @@ func (f *serveFlags) loadWitnesses(c *serveConfig) error {
 	return err
 }
 
+// loadTLS loads --tls-cert, --tls-key and --client-ca. A client
+// certificate presented is always verified; whether one is needed is up
+// to rpc.Auth, per procedure.
 func (f *serveFlags) loadTLS() (*tls.Config, error) {
-	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together; pass both or neither")
-	}
-	if f.tlsCert == "" {
-		if f.clientCA != "" {
-			return nil, errors.New("--client-ca needs TLS; pass --tls-cert and --tls-key too")
-		}
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
-	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	if f.clientCA != "" {
-		pem, err := os.ReadFile(f.clientCA)
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca: %w", err)
-		}
-		c.ClientCAs = x509.NewCertPool()
-		if !c.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--client-ca: %s holds no PEM CERTIFICATE block; give the CA certificates that issue client certificates", f.clientCA)
-		}
-		// A certificate presented is always verified; whether one is
-		// needed is up to rpc.Auth, per procedure.
-		c.ClientAuth = tls.VerifyClientCertIfGiven
-	}
-	return c, nil
+	return loadServerTLS(fileFlag{"tls-cert", f.tlsCert}, fileFlag{"tls-key", f.tlsKey}, fileFlag{"client-ca", f.clientCA})
 }
 
 func (f *serveFlags) loadAuth() (*rpc.Auth, error) {

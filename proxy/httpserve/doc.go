@@ -11,8 +11,15 @@
 // reaches a relay, let alone the bank server; the two refusals marked *
 // are the exception described below.
 //
+//	over mTLS, a client certificate the agents' CA did
+//	  not issue (see mTLS identities)                   the TLS handshake fails
 //	Origin header present and not in Config.Origins     403 Forbidden (DNS rebinding)
+//	verified client certificate whose Subject
+//	  CommonName is not an agent name                   401 Unauthorized, WWW-Authenticate: Bearer
+//	neither a verified client certificate nor an
+//	  Authorization header                              401 Unauthorized, WWW-Authenticate: Bearer
 //	Authorization not "Bearer TOKEN" of the tokens file  401 Unauthorized, WWW-Authenticate: Bearer
+//	client certificate and bearer token of two agents   401 Unauthorized, WWW-Authenticate: Bearer
 //	method other than POST, GET, DELETE                 405 Method Not Allowed
 //	POST: Content-Type not application/json             415 Unsupported Media Type
 //	POST: body longer than Config.MaxBody               413 Content Too Large *
@@ -73,4 +80,26 @@
 //
 // AGENT names the agent's signing key directory and receipts directory, so
 // that each agent's receipts form their own chain under their own key.
+//
+// # mTLS identities
+//
+// Over HTTPS, an agent may instead authenticate with a client
+// certificate. The server's tls.Config names the CA certificates that
+// issue agents' certificates (ClientCAs) and asks for a certificate
+// without requiring one (tls.VerifyClientCertIfGiven), so that agents
+// with tokens connect too; a certificate that is given is always
+// verified, and one the CA did not issue, expired, or not for client
+// authentication fails the handshake. With Config.ClientCerts, the
+// agent of a verified certificate is its Subject CommonName, which must
+// be an agent name as in the tokens file, else the request is refused
+// with 401 naming it (never served as if no certificate were given). The
+// agent is the same whichever way it authenticates: a session it opened
+// with its certificate is its own, unknown (404) to any other agent. A
+// request with both a certificate and a bearer token is served only if
+// both name the same agent; a token that is unknown, or not given in the
+// "Bearer TOKEN" form, is refused even alongside a good certificate.
+//
+// Use a CA that issues only agents' certificates: any certificate it
+// issues for client authentication whose CommonName is an agent name is
+// that agent.
 package httpserve

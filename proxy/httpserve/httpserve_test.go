@@ -62,27 +62,45 @@ func (e *echo) count() int {
 func newTestServer(t *testing.T, idle time.Duration) (*httptest.Server, *echo) {
 	t.Helper()
 	e := &echo{frames: map[string][]string{}}
+	s := New(Config{Tokens: testTokens(t), Origins: []string{"http://127.0.0.1"}, MaxBody: 1024, IdleTimeout: idle, Start: e.start})
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return ts, e
+}
+
+// testTokens gives tokenA to alice and tokenB to bob.
+func testTokens(t *testing.T) Tokens {
+	t.Helper()
 	tokens := Tokens{}
 	for _, l := range []string{"alice " + tokenA, "bob " + tokenB} {
 		if err := tokens.add(l); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := New(Config{Tokens: tokens, Origins: []string{"http://127.0.0.1"}, MaxBody: 1024, IdleTimeout: idle, Start: e.start})
-	ts := httptest.NewServer(s)
-	t.Cleanup(func() { ts.Close(); s.Close() })
-	return ts, e
+	return tokens
 }
 
+// req is a request to send; authz, if set, is the Authorization header
+// instead of "Bearer " + token.
 type req struct {
-	method, token, session, ctype, origin, accept, body string
+	method, token, authz, session, ctype, origin, accept, body string
 }
 
 func do(t *testing.T, ts *httptest.Server, r req) (*http.Response, string) {
 	t.Helper()
-	hr, err := http.NewRequest(r.method, ts.URL, strings.NewReader(r.body))
+	resp, body, err := doWith(ts.Client(), ts.URL, r)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// doWith sends r to url with client; the body of a response that opens
+// a stream is left to the caller.
+func doWith(client *http.Client, url string, r req) (*http.Response, string, error) {
+	hr, err := http.NewRequest(r.method, url, strings.NewReader(r.body))
+	if err != nil {
+		return nil, "", err
 	}
 	set := func(k, v string) {
 		if v != "" {
@@ -92,20 +110,21 @@ func do(t *testing.T, ts *httptest.Server, r req) (*http.Response, string) {
 	if r.token != "" {
 		set("Authorization", "Bearer "+r.token)
 	}
+	set("Authorization", r.authz)
 	set("Mcp-Session-Id", r.session)
 	set("Content-Type", r.ctype)
 	set("Origin", r.origin)
 	set("Accept", r.accept)
-	resp, err := ts.Client().Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	if r.accept == "text/event-stream" && resp.StatusCode == http.StatusOK {
-		return resp, ""
+		return resp, "", nil
 	}
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp, string(b)
+	return resp, string(b), err
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,7 +29,12 @@ const (
 
 // Config is what a Server needs.
 type Config struct {
+	// Tokens are the agents' bearer tokens; nil or empty accepts none.
 	Tokens Tokens
+	// ClientCerts accepts a client certificate that the server's
+	// tls.Config verified (tls.Config.ClientCAs) as the agent its Subject
+	// CommonName names (see "mTLS identities" in the package doc).
+	ClientCerts bool
 	// Origins are the accepted values of the Origin header (DNS-rebinding
 	// protection); a request without one (not from a browser) is accepted.
 	Origins     []string
@@ -132,7 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, &httpError{http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); allowed: %s", o, strings.Join(s.cfg.Origins, ", "))})
 		return
 	}
-	agent, herr := s.authenticate(r)
+	agent, herr := s.authenticate(r.TLS, r.Header.Get("Authorization"))
 	if herr != nil {
 		refuse(w, herr)
 		return
@@ -157,16 +163,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) authenticate(r *http.Request) (string, *httpError) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+// authenticate returns the agent of a request: the one its verified
+// client certificate names (state is the connection's TLS state, nil over
+// plain HTTP), the one its bearer token (authz, the Authorization header)
+// is given to, or, with both, the one they both name.
+func (s *Server) authenticate(state *tls.ConnectionState, authz string) (string, *httpError) {
+	certAgent, herr := s.certAgent(state)
+	if herr != nil {
+		return "", herr
+	}
+	if authz == "" {
+		if certAgent != "" {
+			return certAgent, nil
+		}
+		if s.cfg.ClientCerts {
+			return "", &httpError{http.StatusUnauthorized, "no client certificate and no bearer token; present a client certificate of the agents' CA or send Authorization: Bearer TOKEN"}
+		}
 		return "", &httpError{http.StatusUnauthorized, "missing bearer token; send Authorization: Bearer TOKEN"}
+	}
+	token, ok := strings.CutPrefix(authz, "Bearer ")
+	if !ok {
+		return "", &httpError{http.StatusUnauthorized, "the Authorization header is not \"Bearer TOKEN\""}
 	}
 	agent, ok := s.cfg.Tokens.Agent(token)
 	if !ok {
 		return "", &httpError{http.StatusUnauthorized, "unknown bearer token"}
 	}
+	if certAgent != "" && certAgent != agent {
+		return "", &httpError{http.StatusUnauthorized, fmt.Sprintf("the client certificate is agent %s's but the bearer token is agent %s's; authenticate as one agent", certAgent, agent)}
+	}
 	return agent, nil
+}
+
+// certAgent returns the agent named by the Subject CommonName of the
+// connection's verified client certificate, or "" if there is none (or
+// Config.ClientCerts is off). A verified certificate whose CommonName is
+// not an agent name is refused, never taken as no certificate.
+func (s *Server) certAgent(state *tls.ConnectionState) (string, *httpError) {
+	if !s.cfg.ClientCerts || state == nil || len(state.VerifiedChains) == 0 {
+		return "", nil
+	}
+	cn := state.VerifiedChains[0][0].Subject.CommonName
+	if err := CheckAgent(cn); err != nil {
+		return "", &httpError{http.StatusUnauthorized, fmt.Sprintf("client certificate: Subject CommonName: %v; issue the agent a certificate whose CommonName is its name", err)}
+	}
+	return cn, nil
 }
 
 // lookup returns the session named by the Mcp-Session-Id header. A session

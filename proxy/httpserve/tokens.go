@@ -13,6 +13,16 @@ import (
 // agentName is what an agent name may be: it names directories.
 var agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
+// CheckAgent checks an agent name, of the tokens file or of a client
+// certificate: 1 to 64 of a-z, 0-9, _ and -, starting with a letter or a
+// digit, as it names the agent's key and receipts directories.
+func CheckAgent(name string) error {
+	if !agentName.MatchString(name) {
+		return fmt.Errorf("agent name %q: use 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit", name)
+	}
+	return nil
+}
+
 // minTokenLen is the shortest bearer token accepted (128 bits as hex).
 const minTokenLen = 32
 
@@ -76,8 +86,8 @@ func (t Tokens) add(line string) error {
 		return fmt.Errorf("want \"AGENT TOKEN\", got %d fields", len(f))
 	}
 	name, token := f[0], f[1]
-	if !agentName.MatchString(name) {
-		return fmt.Errorf("agent name %q: use 1 to 64 of a-z, 0-9, _ and -", name)
+	if err := CheckAgent(name); err != nil {
+		return err
 	}
 	if len(token) < minTokenLen || strings.IndexFunc(token, func(c rune) bool { return c <= ' ' || c > '~' }) >= 0 {
 		return fmt.Errorf("agent %s: the token must be at least %d printable ASCII characters (e.g. openssl rand -hex 32)", name, minTokenLen)
