@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
@@ -31,6 +30,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -161,8 +161,10 @@ func (w *world) embeddedEntries() [][]byte {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	var keys agentchain.Keys
+	keys.Enroll(pub)
 	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
-	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneKey{w.keyID(), pub}})
+	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: &keys})
 	if err != nil {
 		w.t.Fatalf("open the embedded ledger after the proxy exited: %v", err)
 	}
@@ -173,13 +175,6 @@ func (w *world) embeddedEntries() [][]byte {
 	}
 	return entries
 }
-
-type oneKey struct {
-	id  string
-	pub ed25519.PublicKey
-}
-
-func (k oneKey) Lookup(id string) (ed25519.PublicKey, bool) { return k.pub, id == k.id }
 
 func readLine(t *testing.T, path string) string {
 	t.Helper()

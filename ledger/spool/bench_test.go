@@ -2,7 +2,6 @@ package spool_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/bankdoor/bankdoor/ledger/spool"
@@ -19,8 +18,7 @@ func BenchmarkShip(b *testing.B) {
 	}{{"embedded", false}, {"remote", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := newChainTB(b)
-			l := openLog(b, filepath.Join(b.TempDir(), "ledger.db"), newLogKey(b), c.pub())
-			defer l.Close()
+			l := newLog(b, c.pub())
 			var app spool.Appender = spool.Embedded{Log: l}
 			if bc.remote {
 				client, url := serve(b, l)

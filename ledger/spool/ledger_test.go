@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
+	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
@@ -27,35 +29,25 @@ import (
 
 const testOrigin = "spool.test/ledger"
 
-type agents map[string]ed25519.PublicKey
-
-func (a agents) Lookup(id string) (ed25519.PublicKey, bool) { k, ok := a[id]; return k, ok }
-
-// openLog opens (or reopens) a real log at path enrolling pubs.
-func openLog(t testing.TB, path string, skey string, pubs ...ed25519.PublicKey) *ledger.Log {
-	t.Helper()
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := agents{}
+// enrolled is the set of agents with keys pubs.
+func enrolled(pubs ...ed25519.PublicKey) *agentchain.Keys {
+	keys := &agentchain.Keys{}
 	for _, p := range pubs {
-		a[keyID(p)] = p
+		keys.Enroll(p)
 	}
-	l, err := ledger.Open(path, ledger.Options{Origin: testOrigin, Signer: signer, Agents: a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return keys
 }
 
-func newLogKey(t testing.TB) string {
+// newLog opens a new log with a new log key (package scratchlog),
+// enrolling pubs; it is closed when the test ends.
+func newLog(t testing.TB, pubs ...ed25519.PublicKey) *ledger.Log {
 	t.Helper()
-	skey, _, err := ledger.GenerateKey(testOrigin)
+	l, err := scratchlog.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: testOrigin, Agents: enrolled(pubs...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return skey
+	t.Cleanup(func() { l.Close() })
+	return l.Log
 }
 
 // checkLogHolds fails the test unless the log's entries are
@@ -81,9 +73,24 @@ func checkLogHolds(t *testing.T, l *ledger.Log, c *chain, n int) {
 
 func TestEmbeddedLedger(t *testing.T) {
 	c := newChain(t)
-	skey := newLogKey(t)
+	// The log is reopened with its key, so this test keeps the key.
+	skey, _, err := ledger.GenerateKey(testOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l := openLog(t, path, skey, c.pub())
+	open := func() *ledger.Log {
+		l, err := ledger.Open(path, ledger.Options{Origin: testOrigin, Signer: signer, Agents: enrolled(c.pub())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
 	c.write(7)
 	if err := c.shipper(spool.Embedded{Log: l}, nil, func(cfg *spool.Config) { cfg.MaxBatch = 3 }).Sync(context.Background()); err != nil {
 		t.Fatal(err)
@@ -94,7 +101,7 @@ func TestEmbeddedLedger(t *testing.T) {
 	}
 
 	// Restart: the log reopened, more receipts, a new shipper.
-	l = openLog(t, path, skey, c.pub())
+	l = open()
 	defer l.Close()
 	c.write(4)
 	if err := c.shipper(spool.Embedded{Log: l}, nil).Sync(context.Background()); err != nil {
@@ -105,8 +112,7 @@ func TestEmbeddedLedger(t *testing.T) {
 
 func TestEmbeddedLedgerRefusesUnknownKey(t *testing.T) {
 	c := newChain(t)
-	l := openLog(t, filepath.Join(t.TempDir(), "ledger.db"), newLogKey(t)) // no agent enrolled
-	defer l.Close()
+	l := newLog(t) // no agent enrolled
 	c.write(2)
 	err := c.shipper(spool.Embedded{Log: l}, nil).Sync(context.Background())
 	if !errors.Is(err, spool.ErrRefused) || !errors.Is(err, ledger.ErrUnknownKey) {
@@ -128,8 +134,7 @@ func serve(t testing.TB, l *ledger.Log) (ledgerv1connect.LedgerServiceClient, st
 
 func TestRemoteLedger(t *testing.T) {
 	c := newChain(t)
-	l := openLog(t, filepath.Join(t.TempDir(), "ledger.db"), newLogKey(t), c.pub())
-	defer l.Close()
+	l := newLog(t, c.pub())
 	client, url := serve(t, l)
 	remote := spool.Remote{Client: client, URL: url}
 	c.write(5)
@@ -150,8 +155,7 @@ func TestRemoteLedger(t *testing.T) {
 func TestRemoteLedgerRefusals(t *testing.T) {
 	t.Run("unknown key", func(t *testing.T) {
 		c := newChain(t)
-		l := openLog(t, filepath.Join(t.TempDir(), "ledger.db"), newLogKey(t))
-		defer l.Close()
+		l := newLog(t)
 		client, url := serve(t, l)
 		c.write(1)
 		err := c.shipper(spool.Remote{Client: client, URL: url}, nil).Sync(context.Background())
