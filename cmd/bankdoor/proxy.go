@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT --agent-tokens FILE]")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,27 +25,38 @@ import (
 
 // listenFlags make the proxy serve agents over streamable HTTP.
 type listenFlags struct {
-	addr    string
-	tokens  string
-	origins repeated
-	idle    time.Duration
-	maxSess int
+	addr      string
+	tokens    string
+	cert, key string
+	agentCA   string
+	origins   repeated
+	idle      time.Duration
+	maxSess   int
+
+	tls *tls.Config // loaded by check; nil: plain HTTP
 }
 
 func (f *listenFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.addr, "listen", "", "serve agents over MCP streamable HTTP at http://HOST:PORT/mcp instead of stdio; loopback only; port 0 picks one")
+	fs.StringVar(&f.addr, "listen", "", "serve agents over MCP streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only), or https:// with --listen-cert; port 0 picks one")
 	fs.StringVar(&f.tokens, "agent-tokens", "", "with --listen: file of \"AGENT TOKEN\" lines (mode 0600); each agent signs with the key in $BANKDOOR_HOME/agents/AGENT and writes receipts to --receipts/AGENT")
+	fs.StringVar(&f.cert, "listen-cert", "", "with --listen: serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (with --listen-key); then any address may be served")
+	fs.StringVar(&f.key, "listen-key", "", "the PEM private key of --listen-cert")
+	fs.StringVar(&f.agentCA, "agent-ca", "", "with --listen-cert: PEM CA certificates; a client certificate they issue authenticates the agent its Subject CommonName names, as a token does (mTLS)")
 	fs.Var(&f.origins, "allow-origin", "with --listen: another accepted Origin header value (repeatable); http://HOST:PORT of --listen is always accepted")
 	fs.DurationVar(&f.idle, "idle-timeout", httpserve.DefaultIdleTimeout, "with --listen: close an agent session after this long without a request")
 	fs.IntVar(&f.maxSess, "max-sessions", httpserve.DefaultMaxSessions, "with --listen: most open sessions per agent (each has its own bank server session)")
 }
 
-// check reports serve flags that do not go together. Plain HTTP carries
-// bearer tokens, so --listen takes loopback addresses only.
+// check reports serve flags that do not go together and loads the TLS
+// files. Plain HTTP carries bearer tokens, so without --listen-cert
+// --listen takes loopback addresses only.
 func (f *listenFlags) check(lf *ledgerFlags) error {
 	if f.addr == "" {
 		if f.tokens != "" || len(f.origins) > 0 {
 			return errors.New("--agent-tokens and --allow-origin need --listen")
+		}
+		if f.cert != "" || f.key != "" || f.agentCA != "" {
+			return errors.New("--listen-cert, --listen-key and --agent-ca need --listen")
 		}
 		return nil
 	}
@@ -52,11 +64,14 @@ func (f *listenFlags) check(lf *ledgerFlags) error {
 	if err != nil {
 		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8700", f.addr)
 	}
-	if !isLoopback(host) {
-		return fmt.Errorf("--listen %q: plain HTTP carries the agents' tokens, so only a loopback address is served; put a TLS-terminating proxy in front for others", f.addr)
+	if f.tls, err = loadServerTLS(fileFlag{"listen-cert", f.cert}, fileFlag{"listen-key", f.key}, fileFlag{"agent-ca", f.agentCA}); err != nil {
+		return err
 	}
-	if f.tokens == "" {
-		return errors.New("--listen needs --agent-tokens FILE: agents authenticate with bearer tokens")
+	if f.tls == nil && !isLoopback(host) {
+		return fmt.Errorf("--listen %q: plain HTTP carries the agents' tokens, so only a loopback address is served; pass --listen-cert and --listen-key to serve HTTPS, or put a TLS-terminating proxy in front", f.addr)
+	}
+	if f.tokens == "" && f.agentCA == "" {
+		return errors.New("--listen needs --agent-tokens FILE (bearer tokens) or --agent-ca FILE (client certificates, with --listen-cert): agents must authenticate")
 	}
 	if lf.db != "" || lf.key != "" || lf.origin != "" {
 		return errors.New("--listen ships receipts only to a remote ledger (--ledger URL); --ledger-db, --ledger-key and --ledger-origin configure the one-agent embedded ledger")
@@ -79,9 +94,12 @@ type agentsConfig struct {
 
 // serveAgents runs the proxy as a server of agents until SIGINT or SIGTERM.
 func serveAgents(e *env, c *agentsConfig) int {
-	tokens, err := httpserve.LoadTokens(c.serve.tokens)
-	if err != nil {
-		return fail(e, exitUsage, "proxy: --agent-tokens: %v", err)
+	var tokens httpserve.Tokens
+	if c.serve.tokens != "" {
+		var err error
+		if tokens, err = httpserve.LoadTokens(c.serve.tokens); err != nil {
+			return fail(e, exitUsage, "proxy: --agent-tokens: %v", err)
+		}
 	}
 	home, err := agentkey.Dir()
 	if err != nil {
@@ -96,18 +114,29 @@ func serveAgents(e *env, c *agentsConfig) int {
 	}
 	agents := &agentRecorders{e: e, c: c, home: home, open: map[string]*agentRecorder{}}
 	defer agents.close()
+	scheme := "http"
+	if c.serve.tls != nil {
+		scheme = "https"
+	}
 	srv := httpserve.New(httpserve.Config{
-		Tokens: tokens, Origins: append([]string{"http://" + ln.Addr().String()}, c.serve.origins...),
+		Tokens: tokens, ClientCerts: c.serve.agentCA != "", Origins: append([]string{scheme + "://" + ln.Addr().String()}, c.serve.origins...),
 		MaxBody: int64(c.maxFrame), IdleTimeout: c.serve.idle, MaxSessions: c.serve.maxSess, Logger: c.logger, Start: agents.session,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(e.stderr, "bankdoor proxy: serving agents at http://%s/mcp\n", ln.Addr())
+	hs := &http.Server{Handler: mux, TLSConfig: c.serve.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
+	fmt.Fprintf(e.stderr, "bankdoor proxy: serving agents at %s://%s/mcp\n", scheme, ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() {
+		if c.serve.tls != nil {
+			served <- hs.ServeTLS(ln, "", "")
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
 	select {
 	case err = <-served:
 	case <-ctx.Done():

@@ -1,12 +1,15 @@
 package main_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,15 +20,18 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/internal/tlstest"
+	"github.com/bankdoor/bankdoor/proxy"
 )
 
-// startListening starts bankdoor proxy --listen with f behind it (each
-// session starts its own f) and stops it at the end of the test if it is
-// still running.
-func startListening(t *testing.T, w *world, f mcptest.Fixture, tokens string) *mcptest.Server {
+// startListening starts bankdoor proxy --listen 127.0.0.1:0 with the
+// flags auth (how agents authenticate) and f behind it (each session
+// starts its own f), and stops it at the end of the test if it is still
+// running.
+func startListening(t *testing.T, w *world, f mcptest.Fixture, auth ...string) *mcptest.Server {
 	t.Helper()
-	cmd := exec.Command(built.bankdoor, "proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts,
-		"--listen", "127.0.0.1:0", "--agent-tokens", tokens, "--", f.Bin)
+	args := append([]string{"proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts, "--listen", "127.0.0.1:0"}, auth...)
+	cmd := exec.Command(built.bankdoor, append(args, "--", f.Bin)...)
 	cmd.Env = mcptest.Env(append([]string{"BANKDOOR_HOME=" + w.home}, f.Environ()...)...)
 	p, err := mcptest.Serve(testContext(t, time.Minute), cmd, mcptest.ProxyServing)
 	if err != nil {
@@ -49,20 +55,32 @@ func stopListening(t *testing.T, p *mcptest.Server) {
 // agent's receipts form their own chain under their own key.
 func TestE2EListenTwoAgents(t *testing.T) {
 	w := newWorld(t)
-	ctx := testContext(t, time.Minute)
 	f := w.fixture()
 	tokens, toks := agentTokens(t)
-	p := startListening(t, w, f, tokens)
+	p := startListening(t, w, f, "--agent-tokens", tokens)
 
 	if resp, err := http.Post(p.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil || resp.StatusCode != 401 {
 		t.Errorf("initialize without a token: %v %v, want 401", resp, err)
 	}
-	var wg sync.WaitGroup
+	clients := map[string]*http.Client{}
 	for agent, tok := range toks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cs, err := mcptest.ConnectHTTP(ctx, p.URL, tok)
+		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
+	}
+	readAndBeDenied(t, p, f, clients)
+	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2})
+}
+
+// readAndBeDenied runs one session per agent at once, each with its own
+// client of the listening proxy p: list_accounts passes, transfer and
+// pay_bill are denied (a receipt each). It then stops p and checks that
+// the bank f saw the reads only.
+func readAndBeDenied(t *testing.T, p *mcptest.Server, f mcptest.Fixture, clients map[string]*http.Client) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	var wg sync.WaitGroup
+	for agent, hc := range clients {
+		wg.Go(func() {
+			cs, err := mcptest.ConnectHTTPClient(ctx, p.URL, hc)
 			if err != nil {
 				t.Errorf("%s: %v", agent, err)
 				return
@@ -78,7 +96,7 @@ func TestE2EListenTwoAgents(t *testing.T) {
 					t.Errorf("%s: %s: %v, want denied with name.write_word", agent, tool, err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	stopListening(t, p)
@@ -87,10 +105,15 @@ func TestE2EListenTwoAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := logLines(st); len(got) != 2 || !strings.Contains(got[0], "list_accounts") || !strings.Contains(got[1], "list_accounts") {
-		t.Errorf("the bank's log: %q, want the two list_accounts only", got)
+	got := logLines(st)
+	for _, l := range got {
+		if !strings.Contains(l, "list_accounts") {
+			t.Errorf("the bank's log has %q; want list_accounts only", l)
+		}
 	}
-	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2})
+	if len(got) != len(clients) {
+		t.Errorf("the bank's log: %q, want one list_accounts per agent", got)
+	}
 }
 
 // agentTokens writes a tokens file for the agents alice and bob and
@@ -136,9 +159,10 @@ func checkAgentChains(t *testing.T, w *world, want map[string]int) {
 	if len(keyOf) != len(want) {
 		t.Errorf("%d distinct key_ids across %d agents; want one each", len(keyOf), len(want))
 	}
-	alicePub := filepath.Join(w.home, "agents", "alice", "bankdoor.pub.pem")
-	if code, _ := runBankdoor(t, w.home, "verify", filepath.Join(w.receipts, "bob"), "--pub", alicePub); code == 0 {
-		t.Errorf("bob's receipts verify under alice's key; want separate keys")
+	agents := slices.Sorted(maps.Keys(want))
+	firstPub := filepath.Join(w.home, "agents", agents[0], "bankdoor.pub.pem")
+	if code, _ := runBankdoor(t, w.home, "verify", filepath.Join(w.receipts, agents[1]), "--pub", firstPub); code == 0 {
+		t.Errorf("%s's receipts verify under %s's key; want separate keys", agents[1], agents[0])
 	}
 }
 
@@ -156,7 +180,7 @@ func TestE2EListenAttacks(t *testing.T) {
 	var mu sync.Mutex
 	for _, v := range attacks.Variants(all) {
 		f := w.fixture(variantEnv(v)...)
-		p := startListening(t, w, f, tokens)
+		p := startListening(t, w, f, "--agent-tokens", tokens)
 		var wg sync.WaitGroup
 		for agent, tok := range toks {
 			wg.Go(func() {
@@ -192,4 +216,47 @@ func TestE2EListenAttacks(t *testing.T) {
 		want[agent] = len(all)
 	}
 	checkAgentChains(t, w, want)
+}
+
+// TestE2EListenMTLS: bankdoor proxy --listen over HTTPS with two agents at
+// once, alice by her bearer token and carol by a client certificate of
+// --agent-ca (her name its CommonName); each reads and is denied a
+// transfer and a payment, and each one's receipts form their own chain
+// under their own key. A certificate of another CA fails the handshake,
+// and a request with neither a certificate nor a token gets 401.
+func TestE2EListenMTLS(t *testing.T) {
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	serverCA, agentCA, otherCA := tlstest.NewCA(t, "server CA"), tlstest.NewCA(t, "agents CA"), tlstest.NewCA(t, "other CA")
+	dir := t.TempDir()
+	cert, key := tlstest.PEM(t, serverCA.Issue(t, "bankdoor proxy"))
+	files := map[string][]byte{"listen.pem": cert, "listen.key": key, "agents-ca.pem": tlstest.CertPEM(agentCA.Cert)}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--listen-cert", filepath.Join(dir, "listen.pem"),
+		"--listen-key", filepath.Join(dir, "listen.key"), "--agent-ca", filepath.Join(dir, "agents-ca.pem"))
+	if !strings.HasPrefix(p.URL, "https://127.0.0.1:") {
+		t.Fatalf("the proxy serves at %s, want https://127.0.0.1:PORT/mcp", p.URL)
+	}
+	presenting := func(c tls.Certificate) *http.Client {
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: serverCA.Pool(), MinVersion: tls.VersionTLS12,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }}}}
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	if _, err := presenting(otherCA.Issue(t, "carol")).Post(p.URL, "application/json", strings.NewReader(initialize)); err == nil || !strings.Contains(err.Error(), "tls: ") {
+		t.Errorf("carol's name in a certificate of another CA: %v, want the TLS handshake to fail", err)
+	}
+	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: serverCA.Pool()}}}
+	if resp, err := anon.Post(p.URL, "application/json", strings.NewReader(initialize)); err != nil || resp.StatusCode != 401 {
+		t.Errorf("initialize with neither a certificate nor a token: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	alice := (&proxy.HTTPServer{URL: p.URL, RootCAs: serverCA.Pool(), Header: http.Header{"Authorization": {"Bearer " + toks["alice"]}}}).Client()
+	readAndBeDenied(t, p, f, map[string]*http.Client{"alice": alice, "carol": presenting(agentCA.Issue(t, "carol"))})
+	checkAgentChains(t, w, map[string]int{"alice": 2, "carol": 2})
 }

@@ -46,4 +46,3 @@ func loadServerTLS(cert, key, clientCA fileFlag) (*tls.Config, error) {
 	c.ClientAuth = tls.VerifyClientCertIfGiven
 	return c, nil
 }
-

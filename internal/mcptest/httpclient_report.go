@@ -21,7 +21,7 @@ import (
 // fixture with --http and bankdoor proxy with --listen.
 var (
 	FixtureServing = regexp.MustCompile(`^bank-server: serving (http://\S+)$`)
-	ProxyServing   = regexp.MustCompile(`^bankdoor proxy: serving agents at (http://\S+)$`)
+	ProxyServing   = regexp.MustCompile(`^bankdoor proxy: serving agents at (https?://\S+)$`)
 )
 
 // Server is a child process serving MCP over streamable HTTP.
@@ -116,8 +116,15 @@ func ConnectHTTP(ctx context.Context, url, token string) (*mcp.ClientSession, er
 	if token != "" {
 		hs.Header = http.Header{"Authorization": {"Bearer " + token}}
 	}
+	return ConnectHTTPClient(ctx, url, hs.Client())
+}
+
+// ConnectHTTPClient connects the SDK client to the streamable HTTP
+// endpoint url with hc, e.g. a client that presents a TLS client
+// certificate (an agent of bankdoor proxy --listen --agent-ca).
+func ConnectHTTPClient(ctx context.Context, url string, hc *http.Client) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bankdoor-mcptest", Version: "1.0.0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hs.Client()},
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("connecting the MCP client to %s: %w", url, err)

@@ -101,5 +101,7 @@
 //
 // Use a CA that issues only agents' certificates: any certificate it
 // issues for client authentication whose CommonName is an agent name is
-// that agent.
+// that agent. Certificates are not checked for revocation (no CRL or
+// OCSP); shutting an agent out before its certificate expires takes a new
+// CA.
 package httpserve
