@@ -29,7 +29,7 @@ type CA struct {
 // NewCA makes a CA whose common name is cn.
 func NewCA(tb testing.TB, cn string) *CA {
 	tb.Helper()
-	cert, key := newCert(tb, cn, nil, nil)
+	cert, key := newCert(tb, cn, nil, nil, nil)
 	return &CA{Cert: cert, Key: key}
 }
 
@@ -44,7 +44,15 @@ func (ca *CA) Pool() *x509.CertPool {
 // signed by the CA, usable by a server and a client alike.
 func (ca *CA) Issue(tb testing.TB, cn string) tls.Certificate {
 	tb.Helper()
-	cert, key := newCert(tb, cn, ca.Cert, ca.Key)
+	return ca.IssueEdited(tb, cn, nil)
+}
+
+// IssueEdited is Issue with edit applied to the certificate's template
+// before it is signed (if edit is not nil), to make one that should be
+// refused: expired, or not for client authentication, say.
+func (ca *CA) IssueEdited(tb testing.TB, cn string, edit func(*x509.Certificate)) tls.Certificate {
+	tb.Helper()
+	cert, key := newCert(tb, cn, ca.Cert, ca.Key, edit)
 	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
 }
 
@@ -64,8 +72,8 @@ func CertPEM(c *x509.Certificate) []byte {
 }
 
 // newCert makes a certificate for cn signed by parent, or a self-signed
-// CA certificate if parent is nil.
-func newCert(tb testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+// CA certificate if parent is nil; edit, if not nil, changes the template.
+func newCert(tb testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, edit func(*x509.Certificate)) (*x509.Certificate, *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
@@ -84,6 +92,9 @@ func newCert(tb testing.TB, cn string, parent *x509.Certificate, parentKey *ecds
 		BasicConstraintsValid: true,
 		IsCA:                  parent == nil,
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	if edit != nil {
+		edit(tmpl)
 	}
 	if parent == nil {
 		parent, parentKey = tmpl, key

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"testing"
+	"time"
 
 	"github.com/bankdoor/bankdoor/internal/tlstest"
 )
@@ -33,5 +34,18 @@ func TestIssue(t *testing.T) {
 	}
 	if _, err := x509.ParseCertificate(leaf.Certificate[0]); err != nil || leaf.Leaf.IsCA {
 		t.Errorf("leaf parse error %v, IsCA %v; want a non-CA certificate", err, leaf.Leaf.IsCA)
+	}
+}
+
+// TestIssueEdited: the edit reaches the signed certificate.
+func TestIssueEdited(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	leaf := ca.IssueEdited(t, "old", func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(time.Minute) })
+	if !leaf.Leaf.NotAfter.Before(time.Now()) {
+		t.Errorf("edited leaf is valid until %v, want expired", leaf.Leaf.NotAfter)
+	}
+	opts := x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if _, err := leaf.Leaf.Verify(opts); err == nil {
+		t.Errorf("an expired leaf verifies")
 	}
 }

@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log"
 	"net/http"
@@ -106,15 +107,22 @@ func TestClientCertAgents(t *testing.T) {
 }
 
 // TestClientCertOfAnotherCA: a client certificate that the agents' CA did
-// not issue fails the TLS handshake (tls.VerifyClientCertIfGiven verifies
-// every certificate given), so no HTTP request is ever read, let alone
-// relayed; the same client without a certificate reaches the server.
+// not issue, an expired one and one not for client authentication fail
+// the TLS handshake (tls.VerifyClientCertIfGiven verifies every
+// certificate given), so no HTTP request is ever read, let alone relayed;
+// the same client without a certificate reaches the server.
 func TestClientCertOfAnotherCA(t *testing.T) {
 	ca, other := tlstest.NewCA(t, "agents CA"), tlstest.NewCA(t, "another CA")
 	ts, e := newTLSTestServer(t, ca, true)
-	_, _, err := doWith(clientWith(ts, other.Issue(t, "carol")), ts.URL, req{method: "POST", ctype: "application/json", body: initBody})
-	if err == nil || !strings.Contains(err.Error(), "tls: ") {
-		t.Errorf("a certificate of another CA: %v, want a TLS handshake error", err)
+	for name, cert := range map[string]tls.Certificate{
+		"another CA's": other.Issue(t, "carol"),
+		"expired":      ca.IssueEdited(t, "carol", func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(time.Minute) }),
+		"server-only":  ca.IssueEdited(t, "carol", func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} }),
+	} {
+		_, _, err := doWith(clientWith(ts, cert), ts.URL, req{method: "POST", ctype: "application/json", body: initBody})
+		if err == nil || !strings.Contains(err.Error(), "tls: ") {
+			t.Errorf("%s certificate: %v, want a TLS handshake error", name, err)
+		}
 	}
 	if n := e.count(); n != 0 {
 		t.Errorf("%d frames reached a relay: %v", n, e.frames)
