@@ -23,8 +23,9 @@ const reportSynopsis = `report [--quick|--full] [--out DIR] [--readme FILE] [--f
 Runs the attack catalogue through this binary's proxy and straight to the
 fixture bank, times tools/call direct, proxied and denied over stdio and
 over streamable HTTP (proxy --listen), measures the ledger, anchoring to
-a real omniwitness and offline verification, and writes DIR/bankdoor.md,
-DIR/bankdoor.json and DIR/latency.svg; it rewrites the
+a real omniwitness and offline verification (a receipts directory, and an
+export bundle against its checkpoint, whole and truncated), and writes
+DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 <!-- report:begin --> block of the README. Nothing leaves the machine
 (HTTP on 127.0.0.1 only); fresh keys in a temporary directory. Run it from the module
 root (go run ./cmd/bankdoor report): without --fixture it builds

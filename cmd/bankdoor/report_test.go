@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +68,7 @@ func TestReportQuick(t *testing.T) {
 			t.Errorf("claim %s: %s (%s)", c.ID, c.Status, c.Figure)
 		}
 	}
-	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n", "witness-anchoring"} {
+	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n", "witness-anchoring", "truncation-caught"} {
 		if c := claim(r, id); c.Status != report.StatusHeld {
 			t.Errorf("claim %s is %q, want held", id, c.Status)
 		}
@@ -80,7 +81,25 @@ func TestReportQuick(t *testing.T) {
 		}
 	}
 	checkHTTPReceipts(t, r, work)
+	checkAnchored(t, r)
 	checkFiles(t, r, out, readme)
+}
+
+// checkAnchored checks the export bundle's rows: verified at the
+// settings' size against a checkpoint the omniwitness cosigned, and its
+// truncated copy refused with the missing seqs named.
+func checkAnchored(t *testing.T, r *report.Report) {
+	t.Helper()
+	n := r.Settings.VerifyBundle
+	if m, ok := measurement(r, "verify-anchored"); !ok || m.Status != report.StatusMeasured || m.Unit != "receipts/s" || m.N != n || !strings.Contains(m.Note, "cosigned by the real omniwitness") {
+		t.Errorf("row verify-anchored: %+v (present %v), want measured over %d receipts, cosigned by the omniwitness", m, ok, n)
+	}
+	if m, ok := measurement(r, "verify-truncation"); !ok || m.Status != report.StatusMeasured || !strings.Contains(m.Note, fmt.Sprintf("seq %d..%d;", n-2, n)) {
+		t.Errorf("row verify-truncation: %+v (present %v), want the missing seqs %d..%d named", m, ok, n-2, n)
+	}
+	if c := claim(r, "verify-anchored-rate"); c.Status != report.StatusMeasured {
+		t.Errorf("claim verify-anchored-rate is %q, want measured", c.Status)
+	}
 }
 
 // checkLatency checks the latency rows of one transport (PREFIX-direct,

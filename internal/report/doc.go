@@ -15,7 +15,9 @@
 // streamable HTTP (the fixture's --http; `bankdoor proxy --listen` with
 // an agent's bearer token, the fixture behind it over --url).
 // [LedgerBench] runs package ledger in process with real signed receipts
-// from fresh keys, and verifier.VerifyDir over a receipts directory.
+// from fresh keys, verifier.VerifyDir over a receipts directory, and
+// verifier.VerifyAnchored over an export bundle (package verifier/bundle)
+// of the anchoring log, whole and with its newest receipts deleted.
 // Nothing leaves the machine: every HTTP server listens on 127.0.0.1.
 //
 // # JSON Schema (bankdoor-report/v1)

@@ -50,8 +50,8 @@ func settingsLine(s Settings) string {
 	for i, n := range s.ProofSizes {
 		sizes[i] = strconv.FormatUint(n, 10)
 	}
-	return fmt.Sprintf("%d timed calls per latency case; %d appends batched, %d one per transaction; inclusion proofs at %s leaves (%d each); %d receipts verified offline; anchoring %s",
-		s.Calls, s.Appends, s.SingleTx, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, anchoring(s))
+	return fmt.Sprintf("%d timed calls per latency case; %d appends batched, %d one per transaction; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
+		s.Calls, s.Appends, s.SingleTx, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
 }
 
 func anchoring(s Settings) string {

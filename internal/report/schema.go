@@ -53,9 +53,12 @@ type Settings struct {
 	CheckpointN int      `json:"checkpoint_receipts"` // receipts timed to a covering checkpoint
 	ProofSizes  []uint64 `json:"proof_sizes"`         // log sizes at which inclusion proofs were timed
 	Proofs      int      `json:"proofs"`              // proofs timed per size
-	VerifyFiles int      `json:"verify_receipts"`     // receipts in the offline verification run
-	Anchor      bool     `json:"anchor"`              // whether anchoring was attempted
-	Anchors     int      `json:"anchors"`             // checkpoints anchored, if it was
+	VerifyFiles int      `json:"verify_receipts"`     // receipts in the offline verification run of a directory
+	// VerifyBundle is the receipts of the export bundle verified
+	// against its checkpoint; scaled with VerifyFiles.
+	VerifyBundle int  `json:"verify_bundle_receipts"`
+	Anchor       bool `json:"anchor"`  // whether anchoring was attempted
+	Anchors      int  `json:"anchors"` // checkpoints anchored, if it was
 }
 
 // AttackRow is one attack sent through the proxy. It held if ActualRule
