@@ -3,8 +3,6 @@ package main_test
 import (
 	"crypto/tls"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -22,19 +20,8 @@ func TestLedgerServeMutualTLS(t *testing.T) {
 	w := newLedgerWorld(t)
 	a := newChainAgent(t, w)
 	ca := tlstest.NewCA(t, "ledger test CA")
-	serverCert, serverKey := tlstest.PEM(t, ca.Issue(t, "127.0.0.1"))
-	files := map[string][]byte{
-		"ca.pem":   tlstest.CertPEM(ca.Cert),
-		"cert.pem": serverCert,
-		"key.pem":  serverKey,
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(w.dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := w.serve("--tls-cert", filepath.Join(w.dir, "cert.pem"), "--tls-key", filepath.Join(w.dir, "key.pem"),
-		"--client-ca", filepath.Join(w.dir, "ca.pem"))
+	tf := ca.WriteServer(t, w.dir, "127.0.0.1")
+	s := w.serve("--tls-cert", tf.Cert, "--tls-key", tf.Key, "--client-ca", tf.CA)
 	pool := ca.Pool()
 	client := func(certs ...tls.Certificate) ledgerv1connect.LedgerServiceClient {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}, ForceAttemptHTTP2: true}}

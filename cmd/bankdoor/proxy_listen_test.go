@@ -230,15 +230,13 @@ func TestE2EListenMTLS(t *testing.T) {
 	tokens, toks := agentTokens(t)
 	serverCA, agentCA, otherCA := tlstest.NewCA(t, "server CA"), tlstest.NewCA(t, "agents CA"), tlstest.NewCA(t, "other CA")
 	dir := t.TempDir()
-	cert, key := tlstest.PEM(t, serverCA.Issue(t, "bankdoor proxy"))
-	files := map[string][]byte{"listen.pem": cert, "listen.key": key, "agents-ca.pem": tlstest.CertPEM(agentCA.Cert)}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	listen := serverCA.WriteServer(t, dir, "bankdoor proxy")
+	agentsCA := filepath.Join(dir, "agents-ca.pem")
+	if err := os.WriteFile(agentsCA, tlstest.CertPEM(agentCA.Cert), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	p := startListening(t, w, f, "--agent-tokens", tokens, "--listen-cert", filepath.Join(dir, "listen.pem"),
-		"--listen-key", filepath.Join(dir, "listen.key"), "--agent-ca", filepath.Join(dir, "agents-ca.pem"))
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--listen-cert", listen.Cert,
+		"--listen-key", listen.Key, "--agent-ca", agentsCA)
 	if !strings.HasPrefix(p.URL, "https://127.0.0.1:") {
 		t.Fatalf("the proxy serves at %s, want https://127.0.0.1:PORT/mcp", p.URL)
 	}

@@ -8,13 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +26,7 @@ import (
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/internal/tlstest"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
@@ -419,18 +413,18 @@ func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
 	const origin = "e2e.bankdoor.test/tls"
 	logKey, vkey := w.ledgerKey(origin)
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	tf := tlstest.NewCA(t, "bankdoor e2e ledger CA").WriteServer(t, dir, "127.0.0.1")
 	const token = "e2e-bearer-token-0123456789"
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	url := w.serveLedger(filepath.Join(dir, "l.db"), logKey, origin, "",
-		"--tls-cert", cert, "--tls-key", key, "--token-file", tokens, "--auth-reads")
+		"--tls-cert", tf.Cert, "--tls-key", tf.Key, "--token-file", tokens, "--auth-reads")
 	if !strings.HasPrefix(url, "https://") {
 		t.Fatalf("ledger URL %s, want https", url)
 	}
-	remote := []string{"--ledger", url, "--ledger-ca", cert, "--ledger-token-env", "E2E_LEDGER_TOKEN"}
+	remote := []string{"--ledger", url, "--ledger-ca", tf.CA, "--ledger-token-env", "E2E_LEDGER_TOKEN"}
 
 	p := w.proxy(w.fixture())
 	p.Flags = remote
@@ -462,41 +456,4 @@ func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
 	if code, out := verify("E2E_LEDGER_TOKEN="+token, "--ledger", url, "--ledger-token-env", "E2E_LEDGER_TOKEN"); code != 1 || !strings.Contains(out, "certificate") {
 		t.Errorf("bankdoor verify without --ledger-ca: exit %d, want 1 naming the certificate\n%s", code, out)
 	}
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 (its own CA)
-// and its key, as PEM files in dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "bankdoor e2e ledger"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p8, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
 }

@@ -16,6 +16,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -64,6 +66,26 @@ func PEM(tb testing.TB, c tls.Certificate) (cert, key []byte) {
 		tb.Fatal(err)
 	}
 	return CertPEM(c.Leaf), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// Files are the PEM files of a server: its certificate and key, and the
+// certificate of the CA that issued it, for its clients to trust.
+type Files struct {
+	Cert, Key, CA string
+}
+
+// WriteServer issues a leaf for cn and writes it, its key and the CA's
+// certificate to dir as cert.pem, key.pem and ca.pem (mode 0600).
+func (ca *CA) WriteServer(tb testing.TB, dir, cn string) Files {
+	tb.Helper()
+	cert, key := PEM(tb, ca.Issue(tb, cn))
+	f := Files{Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem"), CA: filepath.Join(dir, "ca.pem")}
+	for path, b := range map[string][]byte{f.Cert: cert, f.Key: key, f.CA: CertPEM(ca.Cert)} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return f
 }
 
 // CertPEM returns c as a PEM CERTIFICATE block.
