@@ -18,7 +18,7 @@
 // # Streamable HTTP to the bank
 //
 // DialHTTP speaks the streamable HTTP transport of MCP 2025-03-26 and
-// later (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports)
+// later (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports)
 // through the Go SDK's StreamableClientTransport: every message is a POST
 // to HTTPServer.URL, answered with application/json or text/event-stream,
 // with the Mcp-Session-Id the server gave in its answer to initialize. The
@@ -35,7 +35,7 @@
 //	GET /mcp HTTP/1.1
 //	Accept: text/event-stream
 //	Mcp-Session-Id: 5f2c…
-//	Mcp-Protocol-Version: 2025-06-18
+//	Mcp-Protocol-Version: 2025-11-25
 //
 //	HTTP/1.1 200 OK
 //	Content-Type: text/event-stream

@@ -1,5 +1,5 @@
 // Package httpserve serves agents over MCP streamable HTTP
-// (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports),
+// (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports),
 // one proxy.Relay per agent session, so that many agents share one gateway
 // and each still gets every check of the gate.
 //
