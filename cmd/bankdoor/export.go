@@ -11,7 +11,9 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -169,7 +171,25 @@ func openExportDB(db, keyFile, logKey string) (bundle.Source, string, func(), er
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--ledger-db %s: %w (if a proxy is running with it, stop the proxy first: the file is opened by one process at a time)", db, err)
 	}
-	return bundle.LogSource(l), vkey, func() { l.Close() }, nil
+	v, err := cosignature.NewLogVerifier(vkey)
+	if err != nil {
+		l.Close()
+		return nil, "", nil, fmt.Errorf("--ledger-key %s: %w", keyFile, err)
+	}
+	return cosignedSource{bundle.LogSource(l), l, v}, vkey, func() { l.Close() }, nil
+}
+
+// cosignedSource reads an embedded ledger's file whose checkpoints a
+// proxy with --witness anchored: its checkpoint carries every
+// cosignature stored for its size, as ledger serve's GetCheckpoint does.
+type cosignedSource struct {
+	bundle.Source
+	l      *ledger.Log
+	logKey note.Verifier
+}
+
+func (s cosignedSource) Checkpoint(context.Context) ([]byte, error) {
+	return anchor.Cosigned(s.l.Checkpoint(), s.logKey, s.l.CosignatureStore())
 }
 
 // clientSource reads a remote ledger through its Connect client.

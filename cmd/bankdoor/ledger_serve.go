@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -109,16 +108,7 @@ func logVerifier(path string) (note.Verifier, error) {
 // elsewhere hands back for those keys.
 func (f *serveFlags) loadWitnesses(c *serveConfig) error {
 	var err error
-	if c.accepted, err = f.witnesses.verifiers(); err != nil {
-		return err
-	}
-	if err := rpc.UniqueWitnesses(c.accepted); err != nil {
-		return fmt.Errorf("--witness-key: %w", err)
-	}
-	if len(f.witnesses.urls) == 0 {
-		return nil
-	}
-	c.witnesses, err = f.witnesses.clients(nil) // the logger is set once it exists
+	c.accepted, c.witnesses, err = f.witnesses.load(true)
 	return err
 }
 
@@ -184,8 +174,7 @@ type ledgerServer struct {
 	http   *http.Server
 	done   chan error // Serve's result
 
-	stopAnchor context.CancelFunc
-	anchored   chan struct{} // closed when the anchoring loop has returned
+	anchor *localAnchor
 }
 
 func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (*ledgerServer, error) {
@@ -204,7 +193,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		ln.Close()
 		return nil, fmt.Errorf("serving cosignatures: %w", err)
 	}
-	if err := s.startAnchor(cfg); err != nil {
+	if s.anchor, err = startLocalAnchor(l, cfg.logKey, cfg.witnesses, logger); err != nil {
 		l.Close()
 		ln.Close()
 		return nil, err
@@ -224,32 +213,6 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		}
 	}()
 	return s, nil
-}
-
-// startAnchor runs the anchoring loop in the background, woken by each
-// new checkpoint, storing cosignatures in the ledger's file.
-func (s *ledgerServer) startAnchor(cfg *serveConfig) error {
-	s.anchored = make(chan struct{})
-	if len(cfg.witnesses) == 0 {
-		close(s.anchored)
-		s.stopAnchor = func() {}
-		return nil
-	}
-	for _, w := range cfg.witnesses {
-		w.Logger = s.logger
-	}
-	a, err := anchor.New(anchor.Options{Log: s.log, LogKey: cfg.logKey, Store: s.log.CosignatureStore(),
-		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: s.logger})
-	if err != nil {
-		return fmt.Errorf("--witness: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopAnchor = cancel
-	go func() {
-		defer close(s.anchored)
-		_ = a.Run(ctx, s.log.Watch(ctx)) // returns ctx.Err()
-	}()
-	return nil
 }
 
 func newHTTPServer(svc *rpc.Service, cfg *serveConfig, logger *slog.Logger) *http.Server {
@@ -301,7 +264,7 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 		select {
 		case err := <-s.done:
 			s.logger.Error("server failed", "err", err)
-			s.stopAnchoring()
+			s.anchor.stop()
 			s.log.Close()
 			return exitFailure
 		case sig := <-sigs:
@@ -313,13 +276,6 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 			return s.shutdown()
 		}
 	}
-}
-
-// stopAnchoring ends the anchoring loop and waits for it, so that no
-// cosignature is being stored when the log closes.
-func (s *ledgerServer) stopAnchoring() {
-	s.stopAnchor()
-	<-s.anchored
 }
 
 func (s *ledgerServer) reload() {
@@ -347,7 +303,7 @@ func (s *ledgerServer) shutdown() int {
 		s.logger.Error("server failed", "err", err)
 		code = exitFailure
 	}
-	s.stopAnchoring()
+	s.anchor.stop()
 	size := s.log.Size()
 	if err := s.log.Close(); err != nil {
 		s.logger.Error("closing the ledger", "err", err)

@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]]")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -51,7 +51,7 @@ func cmdProxy(e *env, args []string) int {
 	if err := lf.check(); err != nil {
 		return fail(e, exitUsage, "proxy: %v", err)
 	}
-	if err := sf.check(&lf); err != nil {
+	if err := sf.check(); err != nil {
 		return fail(e, exitUsage, "proxy: %v", err)
 	}
 	p, err := policy.Load(*policyPath)
@@ -78,7 +78,13 @@ func cmdProxy(e *env, args []string) int {
 	}
 	defer closeRec()
 	logger := proxyLogger(e, *verbose)
-	ship, err := startShipping(e, &lf, *receipts, key, logger)
+	pub := key.Public().(ed25519.PublicKey)
+	sink, err := lf.openSink(e, *receipts, oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub), logger)
+	if err != nil {
+		return fail(e, exitFailure, "proxy: %v", err)
+	}
+	defer sink.close() // after the shipper's final attempt
+	ship, err := sink.ship(*receipts, pub, logger)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}

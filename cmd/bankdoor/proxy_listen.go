@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
@@ -50,7 +55,7 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 // check reports serve flags that do not go together and loads the TLS
 // files. Plain HTTP carries bearer tokens, so without --listen-cert
 // --listen takes loopback addresses only.
-func (f *listenFlags) check(lf *ledgerFlags) error {
+func (f *listenFlags) check() error {
 	if f.addr == "" {
 		if f.tokens != "" || len(f.origins) > 0 {
 			return errors.New("--agent-tokens and --allow-origin need --listen")
@@ -72,9 +77,6 @@ func (f *listenFlags) check(lf *ledgerFlags) error {
 	}
 	if f.tokens == "" && f.agentCA == "" {
 		return errors.New("--listen needs --agent-tokens FILE (bearer tokens) or --agent-ca FILE (client certificates, with --listen-cert): agents must authenticate")
-	}
-	if lf.db != "" || lf.key != "" || lf.origin != "" {
-		return errors.New("--listen ships receipts only to a remote ledger (--ledger URL); --ledger-db, --ledger-key and --ledger-origin configure the one-agent embedded ledger")
 	}
 	return nil
 }
@@ -105,15 +107,20 @@ func serveAgents(e *env, c *agentsConfig) int {
 	if err != nil {
 		return fail(e, exitFailure, "proxy: %v", err)
 	}
+	agents := &agentRecorders{e: e, c: c, home: home, keys: &agentchain.Keys{}, open: map[string]*agentRecorder{}}
+	known := agents.enrollKnown()
+	if agents.sink, err = c.ledger.openSink(e, c.receipts, agents.keys, gatewayOrigin(), c.logger); err != nil {
+		return fail(e, exitFailure, "proxy: %v", err)
+	}
+	defer agents.sink.close() // after every shipper's final attempt
+	defer agents.close()
+	if err := agents.catchUp(known); err != nil {
+		return fail(e, exitFailure, "proxy: %v", err)
+	}
 	ln, err := net.Listen("tcp", c.serve.addr)
 	if err != nil {
 		return fail(e, exitFailure, "proxy: --listen: %v", err)
 	}
-	if c.ledger.client == nil {
-		fmt.Fprintln(e.stderr, "bankdoor proxy: warning: with --listen, receipts are shipped only to a remote ledger; give --ledger URL (each agent's key enrolled) to ship them")
-	}
-	agents := &agentRecorders{e: e, c: c, home: home, open: map[string]*agentRecorder{}}
-	defer agents.close()
 	scheme := "http"
 	if c.serve.tls != nil {
 		scheme = "https"
@@ -151,27 +158,96 @@ func serveAgents(e *env, c *agentsConfig) int {
 	return exitOK
 }
 
+// gatewayOrigin names the log key that the embedded ledger of a proxy
+// serving agents makes on first use: the gateway has no key of its own,
+// so the name is random, and no two gateways share a witness's record.
+func gatewayOrigin() string {
+	b := make([]byte, 8)
+	rand.Read(b) // never fails
+	return embeddedOriginStart + "gateway-" + hex.EncodeToString(b)
+}
+
 // agentRecorders opens each agent's key, receipts directory and shipping
 // at its first session and keeps them until the server stops: sessions of
-// one agent share one chain.
+// one agent share one chain. The embedded ledger enrolls keys: each agent
+// key directory there is at start, and each new agent's key at its first
+// session, before its receipts are shipped.
 type agentRecorders struct {
 	e    *env
 	c    *agentsConfig
 	home string
+	keys *agentchain.Keys
+	sink *ledgerSink
 
 	mu   sync.Mutex
 	open map[string]*agentRecorder
 }
 
 type agentRecorder struct {
-	rec   *proxy.ReceiptRecorder
-	close func()
+	rec      *proxy.ReceiptRecorder // nil until the agent's first session
+	closeRec func()
+	ship     *shipping
+}
+
+// knownAgent is an agent whose key directory exists.
+type knownAgent struct {
+	name string
+	pub  ed25519.PublicKey
+}
+
+// enrollKnown enrolls the public key of every agent key directory in
+// $BANKDOOR_HOME/agents: after a restart the ledger holds their chains,
+// and their shippers resume from its heads. A directory whose public key
+// cannot be read is skipped with a warning: that agent's key is enrolled
+// at its first session, from its private key, as a new agent's is.
+func (a *agentRecorders) enrollKnown() []knownAgent {
+	dir := filepath.Join(a.home, "agents")
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.c.logger.Warn("cannot list the agents' key directories; agents are enrolled at their first session", "dir", dir, "err", err)
+	}
+	var known []knownAgent
+	for _, ent := range entries {
+		if !ent.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, ent.Name(), agentkey.PublicFile)
+		pub, err := agentkey.LoadPublic(path)
+		if err != nil {
+			a.c.logger.Warn("cannot read an agent's public key; its receipts are enrolled and shipped from its next session", "agent", ent.Name(), "file", path, "err", err)
+			continue
+		}
+		a.keys.Enroll(pub)
+		known = append(known, knownAgent{ent.Name(), pub})
+	}
+	return known
+}
+
+// catchUp starts shipping the receipts directory of each known agent
+// that has one, so that receipts a stopped proxy could not ship reach
+// the ledger even if that agent does not come back.
+func (a *agentRecorders) catchUp(known []knownAgent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, k := range known {
+		dir := filepath.Join(a.c.receipts, k.name)
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		ship, err := a.sink.ship(dir, k.pub, a.c.logger.With("agent", k.name))
+		if err != nil {
+			return fmt.Errorf("agent %s: %v", k.name, err)
+		}
+		a.open[k.name] = &agentRecorder{ship: ship}
+	}
+	return nil
 }
 
 func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r := a.open[agent]; r != nil {
+	r := a.open[agent]
+	if r != nil && r.rec != nil {
 		return r.rec, nil
 	}
 	dir := filepath.Join(a.c.receipts, agent)
@@ -179,16 +255,18 @@ func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %v", agent, err)
 	}
-	r := &agentRecorder{rec: rec, close: closeRec}
-	if a.c.ledger.client != nil {
-		ship, err := startShipping(a.e, a.c.ledger, dir, key, a.c.logger.With("agent", agent))
+	pub := key.Public().(ed25519.PublicKey)
+	a.keys.Enroll(pub) // before its receipts are shipped
+	if r == nil {      // not shipping since the start
+		ship, err := a.sink.ship(dir, pub, a.c.logger.With("agent", agent))
 		if err != nil {
 			closeRec()
 			return nil, fmt.Errorf("agent %s: %v", agent, err)
 		}
-		rec.Notify = ship.sh.Notify
-		r.close = func() { ship.stop(); closeRec() }
+		r = &agentRecorder{ship: ship}
 	}
+	rec.Notify = r.ship.sh.Notify
+	r.rec, r.closeRec = rec, closeRec
 	a.open[agent] = r
 	return rec, nil
 }
@@ -214,6 +292,9 @@ func (a *agentRecorders) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range a.open {
-		r.close()
+		r.ship.stop() // before closeRec: the final attempt reads the directory
+		if r.closeRec != nil {
+			r.closeRec()
+		}
 	}
 }
