@@ -42,7 +42,7 @@ func (f *ledgerFlags) register(fs *flag.FlagSet) {
 	f.remote.register(fs, "ship receipts in the background to the ledger at this URL (bankdoor ledger serve) instead of the embedded ledger")
 	fs.StringVar(&f.db, "ledger-db", "", "the embedded ledger's file (default: "+ledgerDBFile+" beside the --receipts directory, so .bankdoor/"+ledgerDBFile+")")
 	fs.StringVar(&f.key, "ledger-key", "", "the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory, created on first use)")
-	fs.StringVar(&f.origin, "ledger-origin", "", "the embedded ledger's checkpoint origin: the log key's name (default for a new key: "+embeddedOriginStart+"<key_id>)")
+	fs.StringVar(&f.origin, "ledger-origin", "", "the embedded ledger's checkpoint origin: the log key's name (default for a new key: "+embeddedOriginStart+"<key_id>, or "+embeddedOriginStart+"gateway-<random> with --listen)")
 	f.witnesses.register(fs)
 }
 
