@@ -27,7 +27,7 @@ func (e Embedded) Append(ctx context.Context, receipts [][]byte) error {
 	_, err := e.Log.Append(ctx, receipts)
 	switch {
 	case errors.Is(err, ledger.ErrUnknownKey):
-		return refused(err, "the embedded ledger enrolls the proxy's own key only; the receipts directory holds another key's receipts")
+		return refused(err, "the embedded ledger enrolls only the keys of the proxy's agents (its own key; with --listen, those in $BANKDOOR_HOME/agents); the receipts directory holds receipts of another key")
 	case errors.Is(err, ledger.ErrChain):
 		return refused(err, "the ledger database holds another chain for this key; give --ledger-db a file of its own")
 	case errors.Is(err, ledger.ErrInvalid):
