@@ -11,42 +11,63 @@ import (
 // modulePath is this module's path, the prefix of its packages.
 const modulePath = "github.com/bankdoor/bankdoor/"
 
-// sharedHarness are the module's *test packages that bankdoor may link:
-// internal/mcptest drives MCP programs for the end-to-end tests and for
-// bankdoor report alike, and imports no testing.
-var sharedHarness = []string{modulePath + "internal/mcptest"}
+// harness are the packages of the measured report (cmd/bankdoor-report)
+// and of the tests: code that runs the go command, starts fixtures and
+// rewrites README.md, which the shipped binary must not carry.
+var harness = []string{
+	modulePath + "internal/report",
+	modulePath + "internal/attacks",
+	modulePath + "internal/mcptest",
+	modulePath + "internal/omniwitness",
+	modulePath + "internal/perf",
+	modulePath + "internal/scratchlog",
+}
 
-// testCodeDeps lists the packages that pkg links which are test code: the
-// standard library's testing (and testing/...), and this module's *test
-// packages other than sharedHarness.
-func testCodeDeps(t *testing.T, pkg string) []string {
+// harnessDeps lists the packages that pkg links which are harness or test
+// code: those of harness (and below them), the standard library's testing
+// and testing/..., and any package whose last element ends in "test"
+// (mcptest, anchortest, net/http/httptest, …). The standard library's own
+// internal packages are not counted: sync links internal/synctest into
+// every Go program.
+func harnessDeps(t *testing.T, pkg string) []string {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", pkg).Output()
 	if err != nil {
 		t.Fatalf("go list -deps %s: %v", pkg, err)
 	}
 	var bad []string
-	for p := range strings.FieldsSeq(string(out)) {
+	for line := range strings.Lines(string(out)) {
+		p, std, _ := strings.Cut(strings.TrimSpace(line), " ")
+		stdInternal := std == "true" && (strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/"))
 		switch {
-		case p == "testing", strings.HasPrefix(p, "testing/"):
-			bad = append(bad, p)
-		case strings.HasPrefix(p, modulePath) && strings.HasSuffix(path.Base(p), "test") && !slices.Contains(sharedHarness, p):
+		case p == "testing", strings.HasPrefix(p, "testing/"),
+			slices.ContainsFunc(harness, func(h string) bool { return p == h || strings.HasPrefix(p, h+"/") }),
+			strings.HasSuffix(path.Base(p), "test") && !stdInternal:
 			bad = append(bad, p)
 		}
 	}
 	return bad
 }
 
-// TestBinaryLinksNoTestCode: the bankdoor binary does not link the
-// testing package or this module's test helpers (anchortest, tlstest, …),
-// which would add their flags and code to a production binary.
-func TestBinaryLinksNoTestCode(t *testing.T) {
-	if bad := testCodeDeps(t, "."); len(bad) != 0 {
-		t.Errorf("bankdoor links test code: %q; move what it needs into a package of its own (see internal/omniwitness)", bad)
+// TestBinaryLinksNoHarness: the shipped bankdoor binary links neither the
+// report's harness nor test code (the testing package, mcptest,
+// anchortest, …), which would put code that builds programs and rewrites
+// files, and test flags, into a security binary.
+func TestBinaryLinksNoHarness(t *testing.T) {
+	t.Parallel()
+	if bad := harnessDeps(t, "."); len(bad) != 0 {
+		t.Errorf("go list -deps ./cmd/bankdoor shows %q; move what bankdoor needs into a package of its own, and the rest to cmd/bankdoor-report", bad)
 	}
-	// The check sees test code where there is some.
-	bad := testCodeDeps(t, "../../anchor/anchortest")
-	if !slices.Contains(bad, "testing") || !slices.Contains(bad, modulePath+"anchor/anchortest") {
-		t.Errorf("testCodeDeps(anchor/anchortest) = %q, want testing and anchortest itself", bad)
+	// The check sees the harness and test code where they are.
+	for pkg, want := range map[string][]string{
+		"../bankdoor-report":      {modulePath + "internal/report", modulePath + "internal/mcptest", modulePath + "internal/attacks"},
+		"../../anchor/anchortest": {"testing", modulePath + "anchor/anchortest"},
+	} {
+		bad := harnessDeps(t, pkg)
+		for _, w := range want {
+			if !slices.Contains(bad, w) {
+				t.Errorf("harnessDeps(%s) = %q, want it to include %s", pkg, bad, w)
+			}
+		}
 	}
 }

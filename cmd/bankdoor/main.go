@@ -17,11 +17,13 @@
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
 //	bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
 //	bankdoor ledger fsck --db PATH
-//	bankdoor report [--quick|--full] [--out DIR]
 //	bankdoor version
 //
 // Exit status: 0 ok or allow, 1 verification failed or runtime error,
 // 2 deny (decide) or usage error.
+//
+// The measured report is a command of its own, go run ./cmd/bankdoor-report,
+// so that this binary links none of its harness.
 package main
 
 import (
@@ -48,7 +50,6 @@ Usage:
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
     bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
     bankdoor ledger fsck --db PATH
-    bankdoor report [--quick|--full] [--out DIR]
     bankdoor version
 
 Run "bankdoor COMMAND -h" for the flags of one command.
@@ -84,7 +85,6 @@ func commands() map[string]command {
 		"export":  cmdExport,
 		"ledger":  cmdLedger,
 		"anchor":  cmdAnchor,
-		"report":  cmdReport,
 		"version": cmdVersion,
 	}
 }

@@ -6,8 +6,8 @@
 // name.write_word, argument names only, a zero arguments hash), stamped
 // Start plus seq milliseconds, or the current time if Start is zero.
 //
-// The ledger's tests, the RPC and verifier tests and bankdoor report fill
-// logs with these: real receipts that ledger.Log.Append and the verifier
+// The ledger's tests, the RPC and verifier tests and cmd/bankdoor-report
+// fill logs with these: real receipts that ledger.Log.Append and the verifier
 // accept. Keys is the set of enrolled agents a ledger looks keys up in
 // (it has ledger.Agents's method).
 package agentchain

@@ -77,5 +77,20 @@ func BuildFixture(ctx context.Context, dir string) (string, error) {
 	return bin, goBuild(ctx, root, bin, "./fixtures/bank-server")
 }
 
+// BuildBankdoor builds ./cmd/bankdoor of the module that holds the current
+// directory into dir and returns the binary's path (with -race when the
+// caller runs with the race detector, as Build).
+func BuildBankdoor(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "bankdoor"))
+	if err != nil {
+		return "", err
+	}
+	return bin, goBuild(ctx, root, bin, "./cmd/bankdoor")
+}
+
 // ModuleRoot returns the directory of the go.mod of the current directory.
 func ModuleRoot(ctx context.Context) (string, error) { return moduleRoot(ctx) }

@@ -2,10 +2,10 @@
 // github.com/transparency-dev/witness/cmd/omniwitness, at the version this
 // module's go.mod pins with its tool directive (Version,
 // v0.0.0-20260720115447-2e1c6971d19e). The anchor's interop tests, the
-// end-to-end tests of bankdoor anchor and export, and the anchoring figures
-// of bankdoor report all run this one witness, so a cosignature they accept
-// is one that witness really made (C2SP tlog-witness and
-// tlog-cosignature).
+// end-to-end tests of bankdoor anchor and export, and the anchoring
+// figures of cmd/bankdoor-report all run this one witness, so a
+// cosignature they accept is one that witness really made (C2SP
+// tlog-witness and tlog-cosignature).
 //
 // Build compiles the witness from the module cache, offline (GOPROXY=off)
 // and without cgo (its SQLite is modernc.org/sqlite, pure Go). Start runs

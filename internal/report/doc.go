@@ -1,5 +1,6 @@
 // Package report measures bankdoor end to end and renders what it found:
-// the data behind `bankdoor report`, which writes reports/bankdoor.json
+// the data behind `go run ./cmd/bankdoor-report` (a command of its own,
+// not linked into the bankdoor binary), which writes reports/bankdoor.json
 // (this package's [Report], JSON), reports/bankdoor.md ([Markdown]),
 // reports/latency.svg ([LatencySVG]) and the README block between
 // <!-- report:begin --> and <!-- report:end --> ([ReadmeBlock]).

@@ -1,4 +1,4 @@
-package main_test
+package main
 
 import (
 	"bytes"
@@ -18,14 +18,22 @@ import (
 	"github.com/bankdoor/bankdoor/internal/report"
 )
 
-// TestReportQuick runs `bankdoor report --quick` with the built binary and
-// checks what it wrote: the JSON parses strictly as the v1 schema, every
-// attack was blocked with its rule without reaching the bank or moving
-// money, every control moved money, no attack argument value is in any
-// receipt, checkpoints were cosigned by the real omniwitness, the claims
-// recompute from the rows and none failed, and the README block is
-// rewritten between its markers only.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	anchortest.RemoveOmniwitness() // built by TestReportQuick
+	os.Exit(code)
+}
+
+// TestReportQuick runs bankdoor-report --quick without --bankdoor and
+// --fixture, so that it builds both, and checks what it wrote: the JSON
+// parses strictly as the v1 schema, every attack was blocked with its
+// rule without reaching the bank or moving money, every control moved
+// money, no attack argument value is in any receipt, checkpoints were
+// cosigned by the real omniwitness, the claims recompute from the rows
+// and none failed, and the README block is rewritten between its markers
+// only.
 func TestReportQuick(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, work := filepath.Join(dir, "out"), filepath.Join(dir, "work")
 	readme := filepath.Join(dir, "README.md")
@@ -33,25 +41,23 @@ func TestReportQuick(t *testing.T) {
 	if err := os.WriteFile(readme, []byte(before), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	policy, err := filepath.Abs(shippedPolicy)
+	policy, err := filepath.Abs(filepath.Join("..", "..", "policies", "bankdoor.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	witness, err := anchortest.BuildOmniwitness() // shared with the anchoring tests
+	witness, err := anchortest.BuildOmniwitness()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(built.bankdoor, "report", "--quick", "--out", out, "--work", work, "--readme", readme,
-		"--fixture", built.bankServer, "--policy", policy, "--witness", witness)
-	cmd.Dir = dir
-	cmd.Env = mcptest.Env()
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bankdoor report --quick: %v\n%s", err, stderr.Bytes())
+	args := []string{"--quick", "--out", out, "--work", work, "--readme", readme, "--policy", policy, "--witness", witness}
+	if code := run(t.Context(), args, &stderr); code != exitOK {
+		t.Fatalf("bankdoor-report %s: exit status %d\n%s", strings.Join(args, " "), code, stderr.Bytes())
 	}
-	if !strings.Contains(stderr.String(), "report: attacks:") {
-		t.Errorf("no progress on stderr:\n%s", stderr.Bytes())
+	for _, want := range []string{"report: building ./cmd/bankdoor and ./fixtures/bank-server\n", "report: attacks:"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("no %q on stderr:\n%s", want, stderr.Bytes())
+		}
 	}
 	r := readReport(t, filepath.Join(out, "bankdoor.json"))
 	if r.Settings.Mode != "quick" {
@@ -144,8 +150,11 @@ func checkHTTPReceipts(t *testing.T, r *report.Report, work string) {
 	}
 	home := filepath.Join(work, "home")
 	pub := filepath.Join(home, "agents", "report", "bankdoor.pub.pem")
-	if code, out := runBankdoor(t, home, "verify", dir, "--pub", pub, "--policy", filepath.Join(work, "policy.yaml")); code != 0 {
-		t.Errorf("verify the HTTP agent's receipts with its key: exit %d\n%s", code, out)
+	// The bankdoor binary the report built into its working directory.
+	cmd := exec.Command(filepath.Join(work, "bankdoor"), "verify", dir, "--pub", pub, "--policy", filepath.Join(work, "policy.yaml"))
+	cmd.Env = mcptest.Env("BANKDOOR_HOME=" + home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("verify the HTTP agent's receipts with its key: %v\n%s", err, out)
 	}
 }
 
@@ -292,12 +301,13 @@ func checkFiles(t *testing.T, r *report.Report, out, readme string) {
 }
 
 // TestReportCommitted checks that the committed reports/bankdoor.md and
-// the README's Measured block are what bankdoor report renders from the
+// the README's Measured block are what bankdoor-report renders from the
 // committed reports/bankdoor.json: no figure is edited by hand.
 func TestReportCommitted(t *testing.T) {
+	t.Parallel()
 	r := readReport(t, "../../reports/bankdoor.json")
 	if got, want := repoFile(t, "reports/bankdoor.md"), report.Markdown(r); got != want {
-		t.Errorf("reports/bankdoor.md is not report.Markdown(reports/bankdoor.json); regenerate with go run ./cmd/bankdoor report")
+		t.Errorf("reports/bankdoor.md is not report.Markdown(reports/bankdoor.json); regenerate with go run ./cmd/bankdoor-report")
 	}
 	readme := repoFile(t, "README.md")
 	want, err := report.ReadmeBlock(readme, r)
@@ -305,7 +315,7 @@ func TestReportCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if readme != want {
-		t.Errorf("README.md's report block is not generated from reports/bankdoor.json; regenerate with go run ./cmd/bankdoor report")
+		t.Errorf("README.md's report block is not generated from reports/bankdoor.json; regenerate with go run ./cmd/bankdoor-report")
 	}
 	for _, c := range report.Failed(r.Claims) {
 		t.Errorf("committed report: claim %s %s", c.ID, c.Status)
