@@ -68,8 +68,8 @@ func TestGenerateRefusesOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Generate(dir, false)
-	if err == nil || !strings.Contains(err.Error(), "--force") || !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second Generate without force: err = %v, want an fs.ErrExist error naming --force", err)
+	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), filepath.Join(dir, PrivateFile)) {
+		t.Fatalf("second Generate without force: err = %v, want an fs.ErrExist error naming the key file", err)
 	}
 	priv, err := LoadPrivate(dir)
 	if err != nil {
@@ -185,8 +185,8 @@ func TestLoadPrivateRejects(t *testing.T) {
 	})
 	t.Run("missing", func(t *testing.T) {
 		_, err := LoadPrivate(t.TempDir())
-		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "keygen") {
-			t.Fatalf("err = %v, want fs.ErrNotExist naming keygen", err)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), PrivateFile) {
+			t.Fatalf("err = %v, want fs.ErrNotExist naming the key file", err)
 		}
 	})
 }
