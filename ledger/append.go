@@ -131,8 +131,7 @@ func (l *Log) check(pos int, data []byte) (item, error) {
 		seq = r.Seq
 		pub, ok := l.opts.Agents.Lookup(r.KeyID)
 		if !ok {
-			return nil, fmt.Errorf("%w: receipt %d (seq %d, key_id %s): enroll the agent's public key (bankdoor.pub.pem) in --agents",
-				ErrUnknownKey, pos, r.Seq, r.KeyID)
+			return nil, fmt.Errorf("%w: receipt %d (seq %d, key_id %s)", ErrUnknownKey, pos, r.Seq, r.KeyID)
 		}
 		return pub, nil
 	})

@@ -71,7 +71,7 @@ func TestAppendRefusals(t *testing.T) {
 		say      []string // the error must name these
 	}{
 		{"broken signature", [][]byte{badSig}, ErrInvalid, []string{"receipt 0", "seq 3", a.KeyID, "signature"}},
-		{"unknown key", [][]byte{stranger.Sign(t, 1, receipt.FirstPrev)}, ErrUnknownKey, []string{"receipt 0", stranger.KeyID, "--agents"}},
+		{"unknown key", [][]byte{stranger.Sign(t, 1, receipt.FirstPrev)}, ErrUnknownKey, []string{"receipt 0", stranger.KeyID, "(seq 1, "}},
 		{"wrong prev", [][]byte{a.Sign(t, 3, strings.Repeat("ab", 32))}, ErrChain, []string{"receipt 0", "seq 3", "prev"}},
 		{"skipped seq", [][]byte{a.Sign(t, 4, hexHash(first[1]))}, ErrChain, []string{"seq 4", "next is seq 3"}},
 		{"seq restart", [][]byte{restarted.Sign(t, 1, receipt.FirstPrev)}, ErrChain, []string{"seq 1", "next is seq 3"}},

@@ -117,7 +117,7 @@ func (l *Log) CheckpointAt(size uint64) ([]byte, error) {
 		}
 		rng, err := loadRange(tx, size)
 		if err != nil {
-			return fmt.Errorf("%w: %w; run bankdoor ledger fsck", ErrStorage, err)
+			return fmt.Errorf("%w: %w", ErrStorage, err)
 		}
 		root, err = rootOf(rng)
 		return err

@@ -127,5 +127,7 @@
 // Every error a [Log] method returns wraps exactly one of [ErrInvalid],
 // [ErrUnknownKey], [ErrChain], [ErrNotFound], [ErrRange], [ErrClosed] and
 // [ErrStorage], for errors.Is; the message says which receipt (position
-// in the request, seq, key_id), what is wrong and how to fix it.
+// in the request, seq, key_id) and what is wrong. [Open] also returns
+// [ErrOtherLog] and [ErrLocked]. Messages are in the ledger's own terms:
+// what a command-line user should do about them is the command's to say.
 package ledger

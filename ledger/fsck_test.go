@@ -124,15 +124,15 @@ func TestOpenRefusesMismatchedTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(tl.path, tl.opts); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "fsck") {
-		t.Fatalf("Open of a file whose nodes do not match its checkpoint = %v; want ErrStorage suggesting fsck", err)
+	if _, err := Open(tl.path, tl.opts); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "does not match the stored tree") {
+		t.Fatalf("Open of a file whose nodes do not match its checkpoint = %v; want ErrStorage saying so", err)
 	}
 }
 
 func TestFsckHeldOrMissing(t *testing.T) {
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	if _, err := Fsck(context.Background(), tl.path); err == nil || !strings.Contains(err.Error(), "another process holds it") {
+	if _, err := Fsck(context.Background(), tl.path); !errors.Is(err, ErrLocked) {
 		t.Errorf("Fsck of an open ledger = %v; want a lock error", err)
 	}
 	if _, err := Fsck(context.Background(), filepath.Join(t.TempDir(), "none.db")); err == nil {

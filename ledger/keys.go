@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,14 +57,15 @@ func VerifierKey(skey string) (string, error) {
 // WriteKey writes the signer key skey to path (mode 0600) and its
 // verifier key to path+".vkey" (mode 0644), each through a synced
 // temporary file renamed into place, so a crash leaves the old file or the
-// new one. It refuses to replace an existing path.
+// new one. It refuses to replace an existing path; that error wraps
+// fs.ErrExist.
 func WriteKey(path, skey string) error {
 	vkey, err := VerifierKey(skey)
 	if err != nil {
 		return err
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s already exists; remove it or choose another --out", path)
+		return fmt.Errorf("log key %s: %w", path, fs.ErrExist)
 	}
 	if err := writeAtomic(path, []byte(skey+"\n"), 0o600); err != nil {
 		return err
@@ -76,7 +78,7 @@ func WriteKey(path, skey string) error {
 func LoadSigner(path string) (note.Signer, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open log key: %w (create one with bankdoor ledger keygen)", err)
+		return nil, fmt.Errorf("open log key: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -98,7 +100,7 @@ func LoadSigner(path string) (note.Signer, error) {
 	}
 	s, err := note.NewSigner(string(bytes.TrimSpace(b)))
 	if err != nil {
-		return nil, fmt.Errorf("log key %s: %w; want the PRIVATE+KEY+... line bankdoor ledger keygen writes", path, err)
+		return nil, fmt.Errorf("log key %s: %w; want a note signer key, the line PRIVATE+KEY+NAME+HASH+KEY", path, err)
 	}
 	return s, nil
 }

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +40,7 @@ func TestKeyFiles(t *testing.T) {
 			t.Errorf("%s: mode %04o, content %q; want %04o, %q", f.path, fi.Mode().Perm(), b, f.mode, f.text)
 		}
 	}
-	if err := WriteKey(path, skey); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if err := WriteKey(path, skey); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("WriteKey over an existing file = %v", err)
 	}
 	s, err := LoadSigner(path)
@@ -80,7 +82,7 @@ func TestLoadSignerRefuses(t *testing.T) {
 		{write("vkey-not-skey", "o+12345678+AAAA", 0o600), "PRIVATE+KEY"},
 		{write("garbage", "hello", 0o600), "PRIVATE+KEY"},
 		{write("huge", strings.Repeat("A", 5000), 0o600), "larger than"},
-		{filepath.Join(dir, "missing"), "bankdoor ledger keygen"},
+		{filepath.Join(dir, "missing"), "no such file"},
 		{dir, "not a regular file"},
 	}
 	for _, tt := range tests {
@@ -118,8 +120,8 @@ func TestOpenRefuses(t *testing.T) {
 	}{
 		{"no signer", Options{Origin: testOrigin, Agents: agents}, "Signer"},
 		{"no agents", Options{Origin: testOrigin, Signer: s}, "Agents"},
-		{"no origin", Options{Signer: s, Agents: agents}, "--origin"},
-		{"origin is not the key's name", Options{Origin: "x", Signer: s, Agents: agents}, `does not match the log key's name`},
+		{"no origin", Options{Signer: s, Agents: agents}, "Options.Origin is empty"},
+		{"origin is not the key's name", Options{Origin: "x", Signer: s, Agents: agents}, `is not the log key's name`},
 		{"negative batch", Options{Origin: testOrigin, Signer: s, Agents: agents, MaxBatch: -1}, "MaxBatch"},
 	}
 	for _, tt := range tests {

@@ -25,7 +25,13 @@ var (
 	ErrNotFound   = errors.New("not found")                                 // -> NotFound
 	ErrRange      = errors.New("out of range")                              // -> OutOfRange / InvalidArgument
 	ErrClosed     = errors.New("ledger is closed")                          // -> Unavailable
-	ErrStorage    = errors.New("ledger storage failed")                     // disk or file trouble; run bankdoor ledger fsck -> Internal
+	ErrStorage    = errors.New("ledger storage failed")                     // disk or file trouble; Fsck says more -> Internal
+)
+
+// Errors of Open (and, ErrLocked, of Fsck) besides ErrStorage.
+var (
+	ErrOtherLog = errors.New("the ledger file is another log's") // made with another origin or log key
+	ErrLocked   = store.ErrLocked                                // another process has the file open
 )
 
 // DefaultMaxBatch is the number of receipts one group commit holds when
@@ -99,15 +105,18 @@ func rangeFactory() *compact.RangeFactory {
 }
 
 // Open opens or creates the log at path. It refuses a file made with a
-// different origin or an unknown storage format version, and a file whose
-// stored nodes do not match its checkpoint (run Fsck to find out why). If
-// another process has the file open, Open fails after about a second.
+// different origin or log key (ErrOtherLog), a file of an unknown storage
+// format version, and a file whose stored nodes do not match its
+// checkpoint (ErrStorage; run Fsck to find out why). If another process
+// has the file open, Open fails after about a second (ErrLocked).
 func Open(path string, opts Options) (*Log, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
 	s, err := store.OpenBolt(path, false)
-	if err != nil {
+	if errors.Is(err, ErrLocked) {
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	l, err := open(s, path, opts)
@@ -125,10 +134,9 @@ func checkOptions(opts Options) error {
 	case opts.Agents == nil:
 		return errors.New("ledger: Options.Agents is nil; give the enrolled agent keys")
 	case opts.Origin == "":
-		return errors.New("ledger: Options.Origin is empty; set --origin")
+		return errors.New("ledger: Options.Origin is empty; set it to the log key's name")
 	case opts.Origin != opts.Signer.Name():
-		return fmt.Errorf("ledger: origin %q does not match the log key's name %q; use the key made with bankdoor ledger keygen --origin %q",
-			opts.Origin, opts.Signer.Name(), opts.Origin)
+		return fmt.Errorf("ledger: origin %q is not the log key's name %q", opts.Origin, opts.Signer.Name())
 	case opts.MaxBatch < 0:
 		return fmt.Errorf("ledger: Options.MaxBatch is %d; want 0 (default %d) or more", opts.MaxBatch, DefaultMaxBatch)
 	}
@@ -183,16 +191,15 @@ func (l *Log) load(tx store.Tx) error {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
 	if string(origin) != l.opts.Origin {
-		return fmt.Errorf("%w: %s is the log with origin %q, not %q; pass --origin %q with its key, or another --db",
-			ErrStorage, l.path, origin, l.opts.Origin, origin)
+		return fmt.Errorf("%w: %s is the log with origin %q, not %q", ErrOtherLog, l.path, origin, l.opts.Origin)
 	}
 	st, err := readState(tx)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w; run bankdoor ledger fsck", ErrStorage, l.path, err)
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
 	if !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()) {
-		return fmt.Errorf("%w: %s: its checkpoints are not signed by this log key (name %s, key hash %08x); pass the --log-key the log was created with, whose .vkey verifiers hold",
-			ErrStorage, l.path, l.opts.Signer.Name(), l.opts.Signer.KeyHash())
+		return fmt.Errorf("%w: %s: its checkpoints are not signed by this log key (name %s, key hash %08x)",
+			ErrOtherLog, l.path, l.opts.Signer.Name(), l.opts.Signer.KeyHash())
 	}
 	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
 	return nil

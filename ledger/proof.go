@@ -87,7 +87,7 @@ func (l *Log) ConsistencyProof(from, to uint64) ([][]byte, error) {
 func rehash(tx store.Tx, nodes proof.Nodes) ([][]byte, error) {
 	hashes, err := nodeHashes(tx, nodes.IDs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w; run bankdoor ledger fsck", ErrStorage, err)
+		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	return nodes.Rehash(hashes, hasher.HashChildren)
 }
@@ -122,7 +122,7 @@ func (l *Log) Entries(start, count uint64) ([][]byte, error) {
 			return err
 		}
 		if uint64(len(out)) != n {
-			return fmt.Errorf("%w: entry %d is missing; run bankdoor ledger fsck", ErrStorage, start+uint64(len(out)))
+			return fmt.Errorf("%w: entry %d is missing", ErrStorage, start+uint64(len(out)))
 		}
 		return nil
 	})

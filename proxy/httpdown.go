@@ -42,16 +42,21 @@ type HTTPServer struct {
 var reservedHeaders = []string{"Accept", "Content-Type", "Content-Length", "Host", "Mcp-Session-Id",
 	"Mcp-Protocol-Version", "Last-Event-Id", "Transfer-Encoding", "Connection"}
 
+// ErrURLCredentials is CheckURL's error for a URL with a user name or
+// password in it.
+var ErrURLCredentials = errors.New("credentials in the URL would show in process listings")
+
 // CheckURL checks an MCP endpoint URL: https, or http to a loopback
 // address (localhost, 127.0.0.0/8, ::1) so that a credential or a tool
-// result never crosses a network in the clear.
+// result never crosses a network in the clear; nor may it hold
+// credentials (ErrURLCredentials).
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not a URL: %v", err)
 	}
 	if u.User != nil {
-		return nil, errors.New("credentials in the URL would show in process listings; pass them with --header-env")
+		return nil, ErrURLCredentials
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("%q has no host; give a full URL such as https://bank.example/mcp", raw)
@@ -112,7 +117,7 @@ func LoadCA(path string) (*x509.CertPool, error) {
 
 // errRedirect refuses every redirect: a redirect could carry the session's
 // credentials, or its tool calls, to another origin.
-var errRedirect = errors.New("the bank server answered with a redirect, which bankdoor never follows; give the final URL with --url")
+var errRedirect = errors.New("the bank server answered with a redirect, which the proxy never follows; use the final URL")
 
 // Client returns the HTTP client for s: TLS verified (TLS 1.2 or later),
 // redirects refused, bounded dial, handshake and header timeouts, and
@@ -153,7 +158,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Nothing is sent until the relay writes the agent's initialize.
 func DialHTTP(ctx context.Context, s *HTTPServer) (mcp.Connection, error) {
 	if _, err := CheckURL(s.URL); err != nil {
-		return nil, fmt.Errorf("--url: %w", err)
+		return nil, fmt.Errorf("bank server URL: %w", err)
 	}
 	client := s.Client()
 	t := &mcp.StreamableClientTransport{

@@ -62,14 +62,14 @@ func (e *MissingError) Error() string {
 // satisfy pol; an *Error when a receipt, proof or the bundle is wrong.
 func VerifyAnchored(dir string, pub ed25519.PublicKey, opts Options, pol *cosignature.Policy, checkpoint []byte) (*AnchoredReport, error) {
 	if len(pub) != ed25519.PublicKeySize {
-		return nil, errors.New("verify receipts: --pub is not an Ed25519 public key")
+		return nil, errors.New("verify receipts: the public key is not an Ed25519 public key")
 	}
 	cp, err := pol.Verify(checkpoint)
 	if err != nil {
-		return nil, fmt.Errorf("--checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if len(cp.Hash) != rfc6962.DefaultHasher.Size() {
-		return nil, &Error{Reason: fmt.Sprintf("--checkpoint has a %d-byte root hash, want %d", len(cp.Hash), rfc6962.DefaultHasher.Size())}
+		return nil, &Error{Reason: fmt.Sprintf("the checkpoint has a %d-byte root hash, want %d", len(cp.Hash), rfc6962.DefaultHasher.Size())}
 	}
 	if bundle.IsBundle(dir) {
 		return verifyBundle(dir, pub, opts, pol, cp)
@@ -99,7 +99,7 @@ func verifyPlain(dir string, pub ed25519.PublicKey, opts Options, cp *cosignatur
 		return nil, err
 	}
 	if !bytes.Equal(root, cp.Hash) {
-		return nil, &Error{Reason: fmt.Sprintf("the RFC 6962 root of receipts seq 1..%d is not the checkpoint's: the log holds other receipts too (a shared ledger: verify the bundle bankdoor export makes), or a receipt was changed and re-signed", cp.Size)}
+		return nil, &Error{Reason: fmt.Sprintf("the RFC 6962 root of receipts seq 1..%d is not the checkpoint's: the log holds other receipts too (a shared ledger: verify an export bundle of the agent's receipts instead), or a receipt was changed and re-signed", cp.Size)}
 	}
 	return &AnchoredReport{Report: rep, Checkpoint: cp, Covered: cp.Size}, nil
 }

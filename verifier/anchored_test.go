@@ -213,7 +213,7 @@ func TestBundleTampering(t *testing.T) {
 		{"edited size", "tail holds", func(t *testing.T, dir string) {
 			editFile(t, dir, bundle.ManifestFile, "\nsize ", "\nsize 1")
 		}},
-		{"other agent's bundle", "not --pub's", func(t *testing.T, dir string) {
+		{"other agent's bundle", "not the public key's", func(t *testing.T, dir string) {
 			editFile(t, dir, bundle.ManifestFile, "key_id "+a.KeyID, "key_id 0123456789abcdef")
 		}},
 		{"changed receipt", "signature does not verify", func(t *testing.T, dir string) {

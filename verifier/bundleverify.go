@@ -80,14 +80,14 @@ func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignat
 // sameTree checks the bundle is for pub and for cp's tree.
 func sameTree(b *bundle.Bundle, pub ed25519.PublicKey, pol *cosignature.Policy, cp *cosignature.Verified) error {
 	if id := agentkey.KeyID(pub); b.KeyID != id {
-		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not --pub's %s", b.KeyID, id)}
+		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not the public key's %s", b.KeyID, id)}
 	}
 	bcp, _, err := cosignature.Open(b.Checkpoint, pol.Log)
 	if err != nil {
-		return &Error{bundle.CheckpointFile, fmt.Sprintf("does not verify with --log-key: %v", err)}
+		return &Error{bundle.CheckpointFile, fmt.Sprintf("does not verify with the log key: %v", err)}
 	}
 	if bcp.Origin != cp.Origin || bcp.Size != cp.Size || !bytes.Equal(bcp.Hash, cp.Hash) {
-		return &Error{bundle.CheckpointFile, fmt.Sprintf("is the tree of size %d, --checkpoint the tree of size %d with another root or origin: the proofs are for the bundle's; give --checkpoint %s, or export again",
+		return &Error{bundle.CheckpointFile, fmt.Sprintf("is the tree of size %d, the checkpoint given the tree of size %d with another root or origin: the proofs are for the bundle's %s; verify against it, or export again",
 			bcp.Size, cp.Size, bundle.CheckpointFile)}
 	}
 	if b.Size != cp.Size {
@@ -116,7 +116,7 @@ func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Hea
 	c := &chain{pub: pub, rep: &Report{KeyID: b.KeyID}}
 	r, err := c.parse(bundle.TailFile, b.Tail[0])
 	if err != nil {
-		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of --pub: %v", b.Head.Index, err)}
+		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of the public key: %v", b.Head.Index, err)}
 	}
 	if r.Seq != b.Head.Seq {
 		return bundle.Head{}, 0, &Error{bundle.ManifestFile, fmt.Sprintf("says the head is seq %d; the tail, which the checkpoint commits to, starts with seq %d", b.Head.Seq, r.Seq)}

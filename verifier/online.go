@@ -105,7 +105,7 @@ func fetchCheckpoint(ctx context.Context, client LedgerClient, logKey note.Verif
 	}
 	cp, _, _, err := log.ParseCheckpoint(resp.Msg.GetCheckpoint(), logKey.Name(), logKey)
 	if err != nil {
-		return nil, &Error{Reason: fmt.Sprintf("the ledger's checkpoint does not verify with the log key %q: %v; check --log-key, and that --ledger is the log it belongs to",
+		return nil, &Error{Reason: fmt.Sprintf("the ledger's checkpoint does not verify with the log key %q: %v; the key is another log's, or the ledger is",
 			logKey.Name(), err)}
 	}
 	if len(cp.Hash) != rfc6962.DefaultHasher.Size() {

@@ -49,7 +49,7 @@ type Options struct {
 // A Report describes a receipts directory that verified.
 type Report struct {
 	Dir      string
-	KeyID    string    // the --pub key's key_id
+	KeyID    string    // the public key's key_id
 	Receipts []Checked // in seq order
 	FirstSeq uint64    // always 1
 	LastSeq  uint64
@@ -84,7 +84,7 @@ func (e *Error) Error() string {
 // errors (an unreadable directory or file) are returned as they are.
 func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error) {
 	if len(pub) != ed25519.PublicKeySize {
-		return nil, errors.New("verify receipts: --pub is not an Ed25519 public key")
+		return nil, errors.New("verify receipts: the public key is not an Ed25519 public key")
 	}
 	if p := opts.PolicySHA256; p != "" && (len(p) != 64 || strings.Trim(p, "0123456789abcdef") != "") {
 		return nil, fmt.Errorf("verify receipts: policy SHA-256 %q is not 64 lower-case hex digits", p)
@@ -156,7 +156,7 @@ type chain struct {
 func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
 	r, err := receipt.Open(b, func(r *receipt.Receipt) (ed25519.PublicKey, error) {
 		if r.KeyID != c.rep.KeyID {
-			return nil, &Error{name, fmt.Sprintf("key_id %s does not match --pub key_id %s", r.KeyID, c.rep.KeyID)}
+			return nil, &Error{name, fmt.Sprintf("key_id %s is not the public key's key_id %s", r.KeyID, c.rep.KeyID)}
 		}
 		return c.pub, nil
 	})
@@ -165,7 +165,7 @@ func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
 	case errors.As(err, &e):
 		return nil, e
 	case errors.Is(err, receipt.ErrSignature):
-		return nil, &Error{name, "signature does not verify with the --pub key"}
+		return nil, &Error{name, "signature does not verify with the public key"}
 	case err != nil:
 		return nil, &Error{name, err.Error()}
 	}
@@ -182,7 +182,7 @@ func (c *chain) accept(name string, b []byte, r *receipt.Receipt) error {
 		return err
 	}
 	if p := c.opts.PolicySHA256; p != "" && r.PolicySHA256 != p {
-		return &Error{name, fmt.Sprintf("policy_sha256 %s does not match the --policy file's SHA-256 %s", r.PolicySHA256, p)}
+		return &Error{name, fmt.Sprintf("policy_sha256 %s is not the policy's SHA-256 %s", r.PolicySHA256, p)}
 	}
 	sum := receipt.Hash(b)
 	c.rep.Receipts = append(c.rep.Receipts, Checked{name, r.Seq, sum, r.Decision})

@@ -197,7 +197,7 @@ func TestOtherKey(t *testing.T) {
 	t.Run("whole directory", func(t *testing.T) {
 		dir := makeDir(t, attacker, 2, "a")
 		_, err := VerifyDir(dir, pubOf(real), Options{})
-		wantError(t, err, "000001.json", "key_id "+attackerID+" does not match --pub key_id "+realID)
+		wantError(t, err, "000001.json", "key_id "+attackerID+" is not the public key's key_id "+realID)
 	})
 	t.Run("one receipt replaced", func(t *testing.T) {
 		// The attacker rewrites receipt 2 with its own key, seq and prev
@@ -214,7 +214,7 @@ func TestOtherKey(t *testing.T) {
 		}
 		writeFile(t, filepath.Join(dir, "000002.json"), b)
 		_, err = VerifyDir(dir, pubOf(real), Options{})
-		wantError(t, err, "000002.json", "key_id "+attackerID+" does not match --pub key_id "+realID)
+		wantError(t, err, "000002.json", "key_id "+attackerID+" is not the public key's key_id "+realID)
 	})
 	t.Run("forged signature claiming the real key_id", func(t *testing.T) {
 		dir := makeDir(t, real, 3, "a")
@@ -256,7 +256,7 @@ func TestOtherKey(t *testing.T) {
 			t.Fatalf("forged chain is not even consistent: %v", err)
 		}
 		_, err = VerifyDir(forged, pubOf(real), Options{})
-		wantError(t, err, "000001.json", "does not match --pub key_id")
+		wantError(t, err, "000001.json", "is not the public key's key_id")
 	})
 }
 
@@ -265,7 +265,7 @@ func TestPolicyHash(t *testing.T) {
 	dir := makeDir(t, k, 2, "a")
 	other := hexSum("policy b")
 	_, err := VerifyDir(dir, pubOf(k), Options{PolicySHA256: other})
-	wantError(t, err, "000001.json", "policy_sha256 "+policyA+" does not match the --policy file's SHA-256 "+other)
+	wantError(t, err, "000001.json", "policy_sha256 "+policyA+" is not the policy's SHA-256 "+other)
 	if _, err := VerifyDir(dir, pubOf(k), Options{PolicySHA256: strings.ToUpper(policyA)}); err == nil {
 		t.Error("an upper-case policy hash option was accepted")
 	}

@@ -79,7 +79,7 @@ var (
 func NewLogVerifier(vkey string) (note.Verifier, error) {
 	v, err := fnote.NewVerifier(vkey)
 	if err != nil {
-		return nil, fmt.Errorf("log key %q: %v: want the name+hash+base64 vkey printed by 'bankdoor ledger keygen'", vkey, err)
+		return nil, fmt.Errorf("log key %q: %v: want the log's note verifier key, name+hash+base64", vkey, err)
 	}
 	return v, nil
 }
@@ -118,7 +118,7 @@ func openError(msg []byte, logKey note.Verifier, err error) error {
 	case errors.As(openErr, &invalid):
 		return fmt.Errorf("%w: the signature by %s+%08x does not verify: the checkpoint was altered or forged", ErrLogSignature, invalid.Name, invalid.Hash)
 	case errors.As(openErr, &unverified):
-		return fmt.Errorf("%w: no signature line by %s+%08x: check --log-key is the key of the ledger that wrote this checkpoint", ErrLogSignature, logKey.Name(), logKey.KeyHash())
+		return fmt.Errorf("%w: no signature line by %s+%08x: the checkpoint is another log's, or the key is", ErrLogSignature, logKey.Name(), logKey.KeyHash())
 	case openErr != nil:
 		return fmt.Errorf("%w: %v: want a signed note (text, blank line, signature lines)", ErrMalformed, openErr)
 	case n != nil:

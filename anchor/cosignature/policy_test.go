@@ -69,8 +69,8 @@ func TestPolicyRejects(t *testing.T) {
 		{"quorum not met", withLines(cp, c1), f.logVKey, 2, cosignature.ErrQuorum, "1 of the 2 trusted witnesses"},
 		{"no cosignature", cp, f.logVKey, 1, cosignature.ErrQuorum, "none"},
 		{"altered size", bytes.Replace(withLines(cp, c0, c1), []byte("\n5\n"), []byte("\n4\n"), 1), f.logVKey, 0, cosignature.ErrLogSignature, "altered"},
-		{"signed by another log key", withLines(impostor.Checkpoint(), c0, c1), f.logVKey, 0, cosignature.ErrLogSignature, "--log-key"},
-		{"wrong --log-key", withLines(cp, c0, c1), otherVKey, 0, cosignature.ErrLogSignature, "--log-key"},
+		{"signed by another log key", withLines(impostor.Checkpoint(), c0, c1), f.logVKey, 0, cosignature.ErrLogSignature, "no signature line by"},
+		{"wrong --log-key", withLines(cp, c0, c1), otherVKey, 0, cosignature.ErrLogSignature, "no signature line by"},
 		{"not a note", []byte("hello\n"), f.logVKey, 0, cosignature.ErrMalformed, "signed note"},
 	} {
 		p, err := cosignature.NewPolicy(c.logVKey, trust2, c.quorum)

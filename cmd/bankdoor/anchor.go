@@ -38,8 +38,8 @@ func (f *witnessFlags) register(fs *flag.FlagSet) {
 // clients returns a tlog-witness client for each --witness and its key.
 func (f *witnessFlags) clients(logger *slog.Logger) ([]*tlogwitness.Client, error) {
 	if len(f.urls) != len(f.keys) {
-		return nil, fmt.Errorf("--witness and --witness-key go in pairs: got %d --witness and %d --witness-key; give each witness URL with its key, in the same order",
-			len(f.urls), len(f.keys))
+		return nil, hint(fmt.Errorf("--witness and --witness-key go in pairs: got %d --witness and %d --witness-key", len(f.urls), len(f.keys)),
+			"give each witness URL with its key, in the same order")
 	}
 	var cs []*tlogwitness.Client
 	for i, u := range f.urls {
@@ -159,18 +159,18 @@ const anchorRetry = time.Minute
 func cmdAnchor(e *env, args []string) int {
 	fs := newFlags(e, "anchor", "anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]... [--ledger-ca FILE] [--ledger-token-env VAR]")
 	var remote remoteFlags
-	remote.register(fs, "the ledger whose checkpoints to get cosigned, e.g. https://ledger.example:8443 (required)")
+	remote.register(fs.FlagSet, "the ledger whose checkpoints to get cosigned, e.g. https://ledger.example:8443 (required)")
 	logKey := fs.String("log-key", "", "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (required)")
 	var wf witnessFlags
-	wf.register(fs)
+	wf.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "anchor takes no arguments (got %q); name the ledger with --ledger URL", pos[0])
+		return fs.usageErr("anchor takes no arguments (got %q); the ledger is --ledger URL", pos[0])
 	}
-	if !required(e, fs, "ledger", "log-key", "witness", "witness-key") {
+	if !required(fs, "ledger", "log-key", "witness", "witness-key") {
 		return exitUsage
 	}
 	sigs := make(chan os.Signal, 1)
@@ -179,12 +179,12 @@ func cmdAnchor(e *env, args []string) int {
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	r, err := newRemoteAnchor(&remote, *logKey, &wf, logger)
 	if err != nil {
-		return fail(e, exitUsage, "anchor: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := r.start(ctx); err != nil {
-		return fail(e, exitFailure, "anchor: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	go func() {
 		sig := <-sigs
@@ -240,9 +240,12 @@ func (r *remoteAnchor) start(ctx context.Context) error {
 	defer cancel()
 	resp, err := r.client.GetCheckpoint(ctx, connect.NewRequest(&ledgerv1.GetCheckpointRequest{}))
 	if err != nil {
-		return fmt.Errorf("--ledger: GetCheckpoint: %w", err)
+		return ledgerHint(fmt.Errorf("--ledger: GetCheckpoint: %w", err))
 	}
-	return r.observe(resp.Msg.GetCheckpoint())
+	if err := r.observe(resp.Msg.GetCheckpoint()); err != nil {
+		return hint(err, "check that --log-key is the verifier key of the ledger at --ledger")
+	}
+	return nil
 }
 
 // observe makes msg the latest checkpoint if the log key signed it.
@@ -361,7 +364,9 @@ func (s *remoteStore) Put(witness string, size uint64, lines []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerCallTimeout)
 	defer cancel()
 	_, err := s.client.AddCosignature(ctx, connect.NewRequest(&ledgerv1.AddCosignatureRequest{TreeSize: size, Cosignature: lines}))
-	if err != nil {
+	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		return fmt.Errorf("handing %s's cosignature of size %d to the ledger: %w (start the ledger with --witness-key VKEY for each witness bankdoor anchor asks)", witness, size, err)
+	} else if err != nil {
 		return fmt.Errorf("handing %s's cosignature of size %d to the ledger: %w", witness, size, err)
 	}
 	return s.MemStore.Put(witness, size, lines)

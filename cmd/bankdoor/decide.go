@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/pin"
@@ -14,12 +18,18 @@ import (
 // maxToolsFile bounds --tools-file.
 const maxToolsFile = 16 << 20
 
+const decideArgsHelp = `the call's arguments as JSON (default: none, as if absent). Input that is ` +
+	`not one JSON value (a syntax error, data after the value, nothing at all) is a usage error (exit 2): ` +
+	`no tools/call could carry it. Any JSON value is judged by the gate as the arguments of a real call ` +
+	`would be, so a value that is not an object, a duplicate member name, invalid UTF-8 or a lone ` +
+	`surrogate, an undeclared argument or a wrong type is a deny (exit 2, "deny args.RULE: ..." on stdout)`
+
 func cmdDecide(e *env, args []string) int {
-	fs := newFlags(e, "decide", "decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]")
+	fs := newFlags(e, "decide", "decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json] [--json]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "server name (required)")
 	tool := fs.String("tool", "", "tool name, exactly as the agent would send it (required)")
-	argsJSON := fs.String("args", "", "the call's arguments as a JSON object (default: none)")
+	argsJSON := fs.String("args", "", decideArgsHelp)
 	toolsFile := fs.String("tools-file", "", "a tools/list result ({\"tools\":[...]}) to check pins against; without it check 5 is skipped")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
 	pos, _, code, ok := parse(fs, args)
@@ -27,25 +37,29 @@ func cmdDecide(e *env, args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "decide takes no arguments (got %q)", pos[0])
+		return fs.usageErr("decide takes no arguments (got %q)", pos[0])
 	}
-	if !required(e, fs, "policy", "server") {
+	if !required(fs, "policy", "server") {
 		return exitUsage
 	}
-	if !flagSet(fs, "tool") {
-		return fail(e, exitUsage, "decide: flag --tool is required")
+	if !flagSet(fs.FlagSet, "tool") { // --tool '' is a name the gate judges
+		return fs.usageErr("--tool is required")
+	}
+	call := gate.Call{Server: *server, Tool: *tool, SkipPinCheck: *toolsFile == ""}
+	if flagSet(fs.FlagSet, "args") {
+		if err := oneJSONValue([]byte(*argsJSON)); err != nil {
+			return exitErr(e, exitUsage, hint(fmt.Errorf("--args: not one JSON value: %w", err),
+				`give the arguments as JSON, e.g. --args '{"account_id":"acc_checking"}'`))
+		}
+		call.Args = []byte(*argsJSON)
 	}
 	p, err := policy.Load(*policyPath)
 	if err != nil {
-		return fail(e, exitUsage, "decide: --policy: %v", err)
-	}
-	call := gate.Call{Server: *server, Tool: *tool, SkipPinCheck: *toolsFile == ""}
-	if flagSet(fs, "args") {
-		call.Args = []byte(*argsJSON)
+		return fail(e, exitUsage, "--policy: %w", err)
 	}
 	if *toolsFile != "" {
 		if call.Live, err = readToolsFile(*toolsFile); err != nil {
-			return fail(e, exitUsage, "decide: --tools-file %s: %v", *toolsFile, err)
+			return fail(e, exitUsage, "--tools-file %s: %w", *toolsFile, err)
 		}
 	}
 	d := gate.New(p).Decide(call)
@@ -56,10 +70,22 @@ func cmdDecide(e *env, args []string) int {
 	return exitOK
 }
 
-func flagSet(fs *flag.FlagSet, name string) bool {
-	found := false
-	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-	return found
+// oneJSONValue checks that raw is exactly one JSON value as the proxy
+// reads the arguments of a tools/call (jsonobj.ParseLenient): RFC 8259
+// syntax, with duplicate member names and invalid UTF-8 let through for
+// the gate to judge.
+func oneJSONValue(raw []byte) error {
+	if len(bytes.Trim(raw, " \t\r\n")) == 0 {
+		return errors.New("empty")
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := dec.ReadValue(); err != nil {
+		return err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errors.New("data after the first value")
+	}
+	return nil
 }
 
 func readToolsFile(path string) (map[string]string, error) {
@@ -76,7 +102,7 @@ func readToolsFile(path string) (map[string]string, error) {
 	}
 	l, err := pin.ParseList(b)
 	if err != nil {
-		return nil, fmt.Errorf("%v (want a tools/list result: {\"tools\": [...]})", err)
+		return nil, hint(err, `give a tools/list result: {"tools": [...]}`)
 	}
 	live := make(map[string]string, len(l.Tools))
 	for _, t := range l.Tools {
@@ -102,6 +128,6 @@ func printDecision(e *env, d gate.Decision, asJSON, pinsSkipped bool) {
 	}
 	fmt.Fprintf(e.stdout, "allow %s\n", d.Args)
 	if pinsSkipped {
-		fmt.Fprintln(e.stderr, "bankdoor decide: note: pin not checked (check 5); give --tools-file to check it")
+		e.warningf("pin not checked (check 5); give --tools-file LIST.json to check it")
 	}
 }

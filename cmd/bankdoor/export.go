@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,49 +35,96 @@ const exportSynopsis = "export (--ledger URL | --ledger-db PATH [--ledger-key FI
 func cmdExport(e *env, args []string) int {
 	fs := newFlags(e, "export", exportSynopsis)
 	var remote remoteFlags
-	remote.register(fs, "the ledger to export from (bankdoor ledger serve)")
+	remote.register(fs.FlagSet, "the ledger to export from (bankdoor ledger serve)")
 	db := fs.String("ledger-db", "", "export from this embedded ledger file instead (e.g. .bankdoor/ledger.db; stop the proxy that uses it first)")
 	keyFile := fs.String("ledger-key", "", "with --ledger-db: the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory)")
 	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
 	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required)")
 	var pol policyFlags
-	pol.register(fs, "the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file): check the checkpoint with it (and the --witness-key quorum) before writing, and put it in the bundle; with --ledger-db, taken from --ledger-key")
+	pol.register(fs.FlagSet, "the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file): check the checkpoint with it (and the --witness-key quorum) before writing, and put it in the bundle; with --ledger-db, taken from --ledger-key")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 0 {
-		return fail(e, exitUsage, "export: unexpected argument %q; the bundle directory is --out DIR", pos[0])
+		return fs.usageErr("export takes no arguments (got %q); the bundle directory is --out DIR", pos[0])
 	}
-	if !required(e, fs, "key-id", "out") {
+	if !required(fs, "key-id", "out") {
 		return exitUsage
 	}
 	if len(*keyID) != 16 || strings.Trim(*keyID, "0123456789abcdef") != "" {
-		return fail(e, exitUsage, "export: --key-id %q is not a key_id: 16 lower-case hex digits, as in the agent's receipts (bankdoor keygen prints it)", *keyID)
+		return exitErr(e, exitUsage, hint(fmt.Errorf("--key-id %q is not a key_id: 16 lower-case hex digits", *keyID),
+			"give the key_id in the agent's receipts (bankdoor keygen prints it)"))
 	}
-	src, logKey, closeSrc, err := exportSource(&remote, *db, *keyFile, pol.logKey)
+	if err := checkExportFlags(&remote, *db, *keyFile); err != nil {
+		return exitErr(e, exitUsage, err)
+	}
+	src, err := exportSource(&remote, *db, *keyFile, &pol)
 	if err != nil {
-		return fail(e, exitUsage, "export: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
-	defer closeSrc()
-	pol.logKey = logKey
 	var p *cosignature.Policy
-	if logKey != "" || len(pol.witnesses) > 0 {
+	if pol.logKey != "" || len(pol.witnesses) > 0 {
 		if p, err = pol.policy(); err != nil {
-			return fail(e, exitUsage, "export: %v", err)
+			return exitErr(e, exitUsage, err)
 		}
-	} else {
-		fmt.Fprintf(e.stderr, "bankdoor export: note: without --log-key the checkpoint is exported unchecked and %s is left empty; bankdoor verify checks it with the keys its user trusts\n", bundle.LogKeyFile)
+	}
+	if err := checkOut(*out); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	if src.open != nil { // the embedded ledger's file, last: it is the one thing opened for writing
+		if err := src.open(); err != nil {
+			return exitErr(e, exitFailure, err)
+		}
+	}
+	defer src.close()
+	if p == nil {
+		e.warningf("without --log-key the checkpoint is exported unchecked and %s is left empty; bankdoor verify checks it with the keys its user trusts", bundle.LogKeyFile)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
 	defer cancel()
-	b, err := export(ctx, src, p, &pol, *keyID, *out)
+	b, err := export(ctx, src.Source, p, &pol, *keyID, *out)
 	if err != nil {
-		return fail(e, exitFailure, "export: %v", err)
+		return exitErr(e, exitFailure, exportHint(err, *db))
 	}
 	fmt.Fprintf(e.stdout, "%s: %d receipts of key_id %s, seq 1..%d, in the checkpoint of %s at size %d; %d later entries of the log in %s\n",
 		*out, b.Head.Seq, b.KeyID, b.Head.Seq, strings.SplitN(string(b.Checkpoint), "\n", 2)[0], b.Size, len(b.Tail)-1, bundle.TailFile)
 	return exitOK
+}
+
+// exportHint adds to an error of export what the user can do about it.
+func exportHint(err error, db string) error {
+	switch {
+	case errors.Is(err, bundle.ErrNoReceipts):
+		return hint(err, "check --key-id: the first 16 hex digits of SHA-256 of the agent's public key, as in its receipts")
+	case errors.Is(err, bundle.ErrBrokenChain) && db != "":
+		return hint(err, "check the ledger file with bankdoor ledger fsck --db %s", db)
+	case errors.Is(err, bundle.ErrBrokenChain):
+		return hint(err, "the ledger is inconsistent: tell its operator, who can check it with bankdoor ledger fsck")
+	case errors.Is(err, cosignature.ErrQuorum):
+		return hint(err, "wait until the anchor has collected a quorum of cosignatures for the latest checkpoint, then export again")
+	case errors.Is(err, fs.ErrExist):
+		return hint(err, "give --out a new or empty directory")
+	}
+	return ledgerHint(err)
+}
+
+// checkOut checks that the bundle directory --out does not exist or is
+// empty, before any work is done (bundle.Write checks again).
+func checkOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := creatable(dir); err != nil {
+			return hint(fmt.Errorf("--out %s: %w", dir, err), "give --out a directory that can be created")
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", dir, err)
+	case len(entries) > 0:
+		return hint(fmt.Errorf("--out %s: exists and is not empty", dir), "give --out a new or empty directory")
+	}
+	return nil
 }
 
 // export fetches the checkpoint, checks it with p, collects the bundle
@@ -106,77 +155,108 @@ func checkpointSize(n []byte, p *cosignature.Policy) (uint64, error) {
 	if p != nil {
 		cp, err := p.Verify(n)
 		if err != nil {
-			return 0, fmt.Errorf("the ledger's checkpoint: %w (with witness keys, wait until the anchor has collected a quorum of cosignatures for the latest checkpoint, then export again)", err)
+			return 0, fmt.Errorf("the ledger's checkpoint: %w", err)
 		}
 		return cp.Size, nil
 	}
 	text, _, ok := bytes.Cut(n, []byte("\n\n"))
 	var cp log.Checkpoint
 	if _, err := cp.Unmarshal(append(text, '\n')); !ok || err != nil {
-		return 0, fmt.Errorf("the ledger's checkpoint is not a checkpoint note (%v): is --ledger a bankdoor ledger?", err)
+		return 0, hint(fmt.Errorf("the ledger's checkpoint is not a checkpoint note: %v", err), "check that --ledger is a bankdoor ledger")
 	}
 	return cp.Size, nil
 }
 
-// exportSource opens the ledger named by the flags and returns the log
-// verifier key to check its checkpoints with.
-func exportSource(remote *remoteFlags, db, keyFile, logKey string) (bundle.Source, string, func(), error) {
+// checkExportFlags checks that the flags name one ledger.
+func checkExportFlags(remote *remoteFlags, db, keyFile string) error {
 	switch {
 	case remote.url != "" && db != "":
-		return nil, "", nil, fmt.Errorf("--ledger and --ledger-db do not go together: export from a remote ledger or from an embedded ledger's file")
-	case remote.url != "":
-		if keyFile != "" {
-			return nil, "", nil, fmt.Errorf("--ledger-key is for --ledger-db; a remote ledger's checkpoints are checked with --log-key VKEY")
-		}
-		client, err := remote.client()
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return clientSource{client}, logKey, func() {}, nil
-	case db != "":
-		if remote.ca != "" || remote.tokenEnv != "" {
-			return nil, "", nil, fmt.Errorf("--ledger-ca and --ledger-token-env are for --ledger URL, not --ledger-db")
-		}
-		return openExportDB(db, keyFile, logKey)
+		return hint(errors.New("--ledger and --ledger-db do not go together"), "export from a remote ledger (--ledger URL) or from an embedded ledger's file (--ledger-db PATH)")
+	case remote.url != "" && keyFile != "":
+		return hint(errors.New("--ledger-key is for --ledger-db"), "a remote ledger's checkpoints are checked with --log-key VKEY")
+	case db != "" && (remote.ca != "" || remote.tokenEnv != ""):
+		return errors.New("--ledger-ca and --ledger-token-env are for --ledger URL, not --ledger-db")
+	case remote.url == "" && db == "":
+		return hint(errors.New("no ledger to export from"), "give --ledger URL (a ledger server) or --ledger-db PATH (the embedded ledger, e.g. .bankdoor/ledger.db)")
 	}
-	return nil, "", nil, fmt.Errorf("give the ledger to export from: --ledger URL (a ledger server) or --ledger-db PATH (the embedded ledger, e.g. .bankdoor/ledger.db)")
+	return nil
 }
 
-// openExportDB opens an embedded ledger's file with its log key, enrolling
-// no agent: an export only reads.
-func openExportDB(db, keyFile, logKey string) (bundle.Source, string, func(), error) {
+// exportSrc is the ledger an export reads. For an embedded ledger's
+// file, open opens it: the caller does so once every flag is checked.
+type exportSrc struct {
+	bundle.Source
+	open  func() error
+	close func()
+}
+
+// exportSource makes the source the flags name, checking the keys; the
+// embedded ledger's verifier key becomes pol.logKey.
+func exportSource(remote *remoteFlags, db, keyFile string, pol *policyFlags) (*exportSrc, error) {
+	if remote.url != "" {
+		client, err := remote.client()
+		if err != nil {
+			return nil, err
+		}
+		return &exportSrc{Source: clientSource{client}, close: func() {}}, nil
+	}
+	signer, vkey, err := exportKey(keyFile, pol.logKey)
+	if err != nil {
+		return nil, err
+	}
+	pol.logKey = vkey
+	v, err := cosignature.NewLogVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger-key: %w", err)
+	}
+	src := &exportSrc{close: func() {}}
+	src.open = func() error {
+		if _, err := os.Stat(db); err != nil { // ledger.Open would create it
+			return fmt.Errorf("--ledger-db: %w", err)
+		}
+		l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneAgent{}})
+		switch {
+		case errors.Is(err, ledger.ErrLocked):
+			return hint(fmt.Errorf("--ledger-db %s: %w", db, err), "stop the proxy that uses it first: the file is opened by one process at a time")
+		case errors.Is(err, ledger.ErrOtherLog):
+			return hint(fmt.Errorf("--ledger-db %s: %w", db, err), "give the log key this file was made with, --ledger-key FILE")
+		case err != nil:
+			return fmt.Errorf("--ledger-db %s: %w", db, err)
+		}
+		src.Source, src.close = cosignedSource{bundle.LogSource(l), l, v}, func() { l.Close() }
+		return nil
+	}
+	return src, nil
+}
+
+// exportKey loads the embedded ledger's log key (--ledger-key, by default
+// the one in the key directory) and returns it with its verifier key,
+// which logKey, if given, must be.
+func exportKey(keyFile, logKey string) (note.Signer, string, error) {
 	if keyFile == "" {
 		dir, err := agentkey.Dir()
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", err
 		}
 		keyFile = filepath.Join(dir, ledgerKeyFile)
 	}
 	signer, err := ledger.LoadSigner(keyFile)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--ledger-key: %w", err)
+		return nil, "", fmt.Errorf("--ledger-key: %w", err)
 	}
 	skey, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--ledger-key: %w", err)
+		return nil, "", fmt.Errorf("--ledger-key: %w", err)
 	}
 	vkey, err := ledger.VerifierKey(strings.TrimSuffix(string(skey), "\n"))
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--ledger-key %s: %w", keyFile, err)
+		return nil, "", fmt.Errorf("--ledger-key %s: %w", keyFile, err)
 	}
 	if logKey != "" && logKey != vkey {
-		return nil, "", nil, fmt.Errorf("--log-key is not the verifier key of %s (%s); drop --log-key, or give the log key it belongs to with --ledger-key", keyFile, vkey)
+		return nil, "", hint(fmt.Errorf("--log-key is not the verifier key of %s (%s)", keyFile, vkey),
+			"drop --log-key, or give the log key it belongs to with --ledger-key")
 	}
-	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneAgent{}})
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("--ledger-db %s: %w (if a proxy is running with it, stop the proxy first: the file is opened by one process at a time)", db, err)
-	}
-	v, err := cosignature.NewLogVerifier(vkey)
-	if err != nil {
-		l.Close()
-		return nil, "", nil, fmt.Errorf("--ledger-key %s: %w", keyFile, err)
-	}
-	return cosignedSource{bundle.LogSource(l), l, v}, vkey, func() { l.Close() }, nil
+	return signer, vkey, nil
 }
 
 // cosignedSource reads an embedded ledger's file whose checkpoints a

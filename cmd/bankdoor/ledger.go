@@ -35,8 +35,8 @@ func cmdLedger(e *env, args []string) int {
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "bankdoor: unknown ledger command %q\n\n%s", args[0], ledgerUsage)
-		return exitUsage
+		return exitErr(e, exitUsage, hint(fmt.Errorf("unknown ledger command %q", args[0]),
+			`run "bankdoor ledger help" for the list of ledger commands`))
 	}
 	return cmd(e, args[1:])
 }
@@ -51,34 +51,36 @@ func cmdLedgerKeygen(e *env, args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "ledger keygen takes no arguments (got %q); use --out FILE", pos[0])
+		return fs.usageErr("ledger keygen takes no arguments (got %q); the key file is --out FILE", pos[0])
 	}
-	if !required(e, fs, "out", "origin") {
+	if !required(fs, "out", "origin") {
 		return exitUsage
-	}
-	if !*force {
-		for _, p := range []string{*out, *out + ledger.VerifierKeySuffix} {
-			if _, err := os.Lstat(p); err == nil {
-				return fail(e, exitFailure, "ledger keygen: %s already exists; use --force to replace it", p)
-			} else if !errors.Is(err, os.ErrNotExist) {
-				return fail(e, exitFailure, "ledger keygen: --out: %v", err)
-			}
-		}
 	}
 	skey, vkey, err := ledger.GenerateKey(*origin)
 	if err != nil {
-		return fail(e, exitUsage, "ledger keygen: --origin: %v", err)
+		return fail(e, exitUsage, "--origin: %w", err)
+	}
+	files := []string{*out, *out + ledger.VerifierKeySuffix}
+	if !*force {
+		for _, p := range files {
+			if _, err := os.Lstat(p); err == nil {
+				return exitErr(e, exitFailure, existsHint(fmt.Errorf("--out: %s: %w", p, os.ErrExist),
+					"checkpoints signed by the old key then no longer verify with the new one"))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return fail(e, exitFailure, "--out: %w", err)
+			}
+		}
 	}
 	if *force {
 		// WriteKey never replaces a file: remove the old pair first.
-		for _, p := range []string{*out, *out + ledger.VerifierKeySuffix} {
+		for _, p := range files {
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fail(e, exitFailure, "ledger keygen: --force: %v", err)
+				return fail(e, exitFailure, "--force: %w", err)
 			}
 		}
 	}
 	if err := ledger.WriteKey(*out, skey); err != nil {
-		return fail(e, exitFailure, "ledger keygen: --out: %v", err)
+		return fail(e, exitFailure, "--out: %w", err)
 	}
 	fmt.Fprintln(e.stdout, vkey)
 	return exitOK

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,19 +18,21 @@ func cmdLedgerFsck(e *env, args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "ledger fsck takes no arguments (got %q); use --db PATH", pos[0])
+		return fs.usageErr("ledger fsck takes no arguments (got %q); the ledger file is --db PATH", pos[0])
 	}
-	if !required(e, fs, "db") {
+	if !required(fs, "db") {
 		return exitUsage
 	}
 	if _, err := os.Stat(*db); err != nil {
-		return fail(e, exitFailure, "ledger fsck: --db: %v", err)
+		return fail(e, exitFailure, "--db: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := ledger.Fsck(ctx, *db)
-	if err != nil {
-		return fail(e, exitFailure, "ledger fsck: FAILED: %v", err)
+	if errors.Is(err, ledger.ErrLocked) {
+		return exitErr(e, exitFailure, hint(fmt.Errorf("--db: %w", err), "stop the ledger server or proxy that has it open, then check it again"))
+	} else if err != nil {
+		return exitErr(e, exitFailure, err)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok: %s\n", *db, rep)
 	return exitOK

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,17 +65,20 @@ func (f *serveFlags) load() (*serveConfig, error) {
 	var c serveConfig
 	var err error
 	if c.signer, err = ledger.LoadSigner(f.logKey); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = hint(err, "make one with bankdoor ledger keygen --out %s --origin ORIGIN", f.logKey)
+		}
 		return nil, fmt.Errorf("--log-key: %w", err)
 	}
 	if c.signer.Name() != f.origin {
-		return nil, fmt.Errorf("--origin %q is not the name of the --log-key key (%q); pass --origin %q or the key made for this origin",
-			f.origin, c.signer.Name(), c.signer.Name())
+		return nil, hint(fmt.Errorf("--origin %q is not the name of the --log-key key (%q)", f.origin, c.signer.Name()),
+			"pass --origin %q, or the key made for this origin", c.signer.Name())
 	}
 	if c.logKey, err = logVerifier(f.logKey); err != nil {
 		return nil, fmt.Errorf("--log-key: %w", err)
 	}
 	if c.agents, err = rpc.LoadDirectory(f.agents); err != nil {
-		return nil, fmt.Errorf("--agents: %w", err)
+		return nil, hint(fmt.Errorf("--agents: %w", err), "give --agents a directory of the agents' public keys (*.pem, e.g. their bankdoor.pub.pem)")
 	}
 	if err := f.loadWitnesses(&c); err != nil {
 		return nil, err
@@ -86,6 +90,21 @@ func (f *serveFlags) load() (*serveConfig, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// dbError names the ledger file in err and says what to do; existed
+// says whether the file was there before Open.
+func dbError(db string, existed bool, err error) error {
+	err = fmt.Errorf("--db %s: %w", db, err)
+	switch {
+	case errors.Is(err, ledger.ErrOtherLog):
+		return hint(err, "give the --log-key and --origin this file was made with, or another file with --db PATH")
+	case errors.Is(err, ledger.ErrLocked):
+		return hint(err, "stop the ledger server or proxy that has it open, or give another file with --db PATH")
+	case existed && errors.Is(err, ledger.ErrStorage):
+		return hint(err, "check the file with bankdoor ledger fsck --db %s (with the server stopped)", db)
+	}
+	return err
 }
 
 // logVerifier returns the verifier of the signer key file at path, which
@@ -129,7 +148,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 		a.Tokens = tokens
 	}
 	if f.authReads && f.tokenFile == "" && f.clientCA == "" {
-		return nil, errors.New("--auth-reads needs a way to authenticate; pass --token-file or --client-ca")
+		return nil, hint(errors.New("--auth-reads needs a way to authenticate"), "pass --token-file or --client-ca")
 	}
 	return a, nil
 }
@@ -137,15 +156,15 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 func cmdLedgerServe(e *env, args []string) int {
 	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
 	var f serveFlags
-	f.register(fs)
+	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "ledger serve takes no arguments (got %q); use --db PATH", pos[0])
+		return fs.usageErr("ledger serve takes no arguments (got %q); the ledger file is --db PATH", pos[0])
 	}
-	if !required(e, fs, "db", "addr", "log-key", "origin", "agents") {
+	if !required(fs, "db", "addr", "log-key", "origin", "agents") {
 		return exitUsage
 	}
 	// Signals are caught from here on, so none is lost once the ledger
@@ -155,12 +174,12 @@ func cmdLedgerServe(e *env, args []string) int {
 	defer signal.Stop(sigs)
 	cfg, err := f.load()
 	if err != nil {
-		return fail(e, exitUsage, "ledger serve: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	s, err := startLedger(e, logger, &f, cfg)
 	if err != nil {
-		return fail(e, exitFailure, "ledger serve: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	return s.run(sigs)
 }
@@ -177,15 +196,20 @@ type ledgerServer struct {
 	anchor *localAnchor
 }
 
+// startLedger listens on --addr, then opens (or creates) the ledger file,
+// so that an address that cannot be listened on leaves no file behind,
+// and serves it.
 func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (*ledgerServer, error) {
-	l, err := ledger.Open(f.db, ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("--db: %w", err)
-	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		l.Close()
 		return nil, fmt.Errorf("--addr: %w", err)
+	}
+	_, err = os.Stat(f.db)
+	existed := err == nil
+	l, err := ledger.Open(f.db, ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return nil, dbError(f.db, existed, err)
 	}
 	s := &ledgerServer{logger: logger, agents: cfg.agents, log: l, svc: rpc.New(l, logger), done: make(chan error, 1)}
 	if err := s.svc.Cosign(cfg.logKey, cfg.accepted); err != nil {
@@ -204,7 +228,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		scheme = "https"
 	}
 	logStart(logger, f, cfg)
-	fmt.Fprintf(e.stderr, "bankdoor ledger: listening on %s://%s\n", scheme, ln.Addr())
+	e.printf("listening on %s://%s", scheme, ln.Addr())
 	go func() {
 		if cfg.tls != nil {
 			s.done <- s.http.ServeTLS(ln, "", "")

@@ -76,7 +76,7 @@ type ledgerServer struct {
 	exited chan struct{}
 }
 
-var listening = regexp.MustCompile(`^bankdoor ledger: listening on (https?://\S+)$`)
+var listening = regexp.MustCompile(`^bankdoor: listening on (https?://\S+)$`)
 
 // serve starts bankdoor ledger serve on a free port and waits until it
 // listens. The process is killed at the end of the test if still running.

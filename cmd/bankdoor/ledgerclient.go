@@ -72,16 +72,17 @@ func parseLedgerURL(s string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("--ledger: not a URL: %v; want one like https://ledger.example:8443", err)
+		return nil, hint(fmt.Errorf("--ledger: not a URL: %v", err), "give one like --ledger https://ledger.example:8443")
 	}
 	shown := u.Redacted()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("--ledger %q: want an http:// or https:// URL, like https://ledger.example:8443", shown)
+		return nil, hint(fmt.Errorf("--ledger %q: not an http:// or https:// URL", shown), "give one like --ledger https://ledger.example:8443")
 	case u.Host == "":
-		return nil, fmt.Errorf("--ledger %q: no host; want a URL like https://ledger.example:8443", shown)
+		return nil, hint(fmt.Errorf("--ledger %q: no host", shown), "give one like --ledger https://ledger.example:8443")
 	case u.User != nil:
-		return nil, fmt.Errorf("--ledger %q: credentials in the URL show in process listings; put a bearer token in an environment variable and name it with --ledger-token-env", shown)
+		return nil, hint(fmt.Errorf("--ledger %q: credentials in the URL show in process listings", shown),
+			"put a bearer token in an environment variable and name it with --ledger-token-env VAR")
 	case u.RawQuery != "" || u.Fragment != "":
 		return nil, fmt.Errorf("--ledger %q: a ledger URL has no query or fragment", shown)
 	}
@@ -94,7 +95,7 @@ func (f *remoteFlags) tlsConfig(u *url.URL) (*tls.Config, error) {
 		return c, nil
 	}
 	if u.Scheme != "https" {
-		return nil, fmt.Errorf("--ledger-ca is for an https:// --ledger; %s is plain HTTP", u.Redacted())
+		return nil, hint(fmt.Errorf("--ledger-ca is for an https:// --ledger; %s is plain HTTP", u.Redacted()), "give the ledger's https:// URL, or drop --ledger-ca")
 	}
 	pem, err := os.ReadFile(f.ca)
 	if err != nil {
@@ -102,7 +103,7 @@ func (f *remoteFlags) tlsConfig(u *url.URL) (*tls.Config, error) {
 	}
 	c.RootCAs = x509.NewCertPool()
 	if !c.RootCAs.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--ledger-ca: %s holds no PEM CERTIFICATE block; give the CA certificate that issued the ledger's", f.ca)
+		return nil, hint(fmt.Errorf("--ledger-ca: %s holds no PEM CERTIFICATE block", f.ca), "give the CA certificate that issued the ledger's")
 	}
 	return c, nil
 }
@@ -112,12 +113,24 @@ func (f *remoteFlags) tlsConfig(u *url.URL) (*tls.Config, error) {
 func (f *remoteFlags) token(u *url.URL) (string, error) {
 	tok := os.Getenv(f.tokenEnv)
 	if tok == "" {
-		return "", fmt.Errorf("--ledger-token-env %s: the environment variable %s is unset or empty; set it to the ledger's bearer token", f.tokenEnv, f.tokenEnv)
+		return "", hint(fmt.Errorf("--ledger-token-env %s: the environment variable %s is unset or empty", f.tokenEnv, f.tokenEnv), "set %s to the ledger's bearer token", f.tokenEnv)
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return "", fmt.Errorf("--ledger-token-env: a bearer token would cross the network in clear text to %s; use an https:// --ledger URL", u.Host)
+		return "", hint(fmt.Errorf("--ledger-token-env: a bearer token would cross the network in clear text to %s", u.Host), "use an https:// --ledger URL")
 	}
 	return tok, nil
+}
+
+// ledgerHint adds what fixes a remote ledger's answer err, if it is one
+// the caller can fix.
+func ledgerHint(err error) error {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated:
+		return hint(err, "set an environment variable to a bearer token the ledger accepts and name it with --ledger-token-env VAR")
+	case connect.CodeUnavailable:
+		return hint(err, "check that --ledger is the URL of a running ledger server (bankdoor ledger serve)")
+	}
+	return err
 }
 
 func isLoopback(host string) bool {

@@ -16,26 +16,39 @@ func cmdLint(e *env, args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "lint takes no arguments (got %q); use --policy P", pos[0])
+		return fs.usageErr("lint takes no arguments (got %q); the policy file is --policy P", pos[0])
 	}
-	if !required(e, fs, "policy") {
+	if !required(fs, "policy") {
 		return exitUsage
 	}
 	p, err := policy.Load(*policyPath)
 	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitFailure
+		return exitErr(e, exitFailure, err)
 	}
 	problems := policy.Lint(p)
 	for _, pr := range problems {
 		fmt.Fprintln(e.stdout, pr.String())
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(e.stderr, "bankdoor lint: %s: %d problem(s)\n", *policyPath, len(problems))
-		return exitFailure
+		err := &hinted{err: fmt.Errorf("%s: %d problem(s)", *policyPath, len(problems)), hints: lintHints(p, problems)}
+		return exitErr(e, exitFailure, err)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (policy %s, policy_sha256 %s)\n", *policyPath, p.ID, p.SHA256)
 	return exitOK
+}
+
+// lintHints returns the commands that fix lint problems: for each server
+// with unpinned tools, the bankdoor pin that pins them.
+func lintHints(p *policy.Policy, problems []policy.Problem) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pr := range problems {
+		if pr.Rule == "pin.missing" && !seen[pr.Server] {
+			seen[pr.Server] = true
+			out = append(out, fmt.Sprintf("pin the tools of server %q with bankdoor pin --policy %s --server %s --write -- CMD ARGS...", pr.Server, p.Path, pr.Server))
+		}
+	}
+	return out
 }
 
 func serverNames(p *policy.Policy) string {

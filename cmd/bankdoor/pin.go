@@ -17,22 +17,32 @@ func cmdPin(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	if len(pos) > 0 || argv == nil {
-		return fail(e, exitUsage, "pin: give the server command after --, e.g. bankdoor pin -- npx -y bankmcp")
+	if len(pos) > 0 {
+		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. bankdoor pin -- bankmcp"))
+	}
+	if len(argv) == 0 {
+		return exitErr(e, exitUsage, hint(errNoCommand, "give the bank server's command after --, e.g. bankdoor pin -- bankmcp"))
 	}
 	if *write && (*policyPath == "" || *server == "") {
-		return fail(e, exitUsage, "pin: --write needs --policy P and --server S")
+		return fs.usageErr("--write needs --policy P and --server S")
+	}
+	var p *policy.Policy
+	if *write { // before the server starts: a bad policy fails with nothing done
+		var err error
+		if p, err = loadPolicy(*policyPath, *server); err != nil {
+			return exitErr(e, exitUsage, err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	conn, err := startServer(ctx, argv)
 	if err != nil {
-		return fail(e, exitFailure, "pin: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	tools, err := pin.Fetch(ctx, conn)
 	conn.Close()
 	if err != nil {
-		return fail(e, exitFailure, "pin: listing the tools of %q: %v", argv[0], err)
+		return fail(e, exitFailure, "listing the tools of %q: %w", argv[0], err)
 	}
 	pins := make(map[string]string, len(tools))
 	for _, t := range tools {
@@ -42,31 +52,35 @@ func cmdPin(e *env, args []string) int {
 	if !*write {
 		return exitOK
 	}
-	return writePins(e, *policyPath, *server, pins)
+	return writePins(e, p, *server, pins)
 }
 
-func writePins(e *env, path, server string, pins map[string]string) int {
+// loadPolicy loads the --policy file and checks that it has the --server.
+func loadPolicy(path, server string) (*policy.Policy, error) {
 	p, err := policy.Load(path)
 	if err != nil {
-		return fail(e, exitFailure, "pin: %v", err)
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	srv, ok := p.Servers[server]
-	if !ok {
-		return fail(e, exitUsage, "pin: --server %q is not in %s (servers: %s)", server, path, serverNames(p))
+	if _, ok := p.Servers[server]; !ok {
+		return nil, hint(fmt.Errorf("--server %q is not in %s", server, path), "the servers of %s are: %s", path, serverNames(p))
 	}
+	return p, nil
+}
+
+func writePins(e *env, p *policy.Policy, server string, pins map[string]string) int {
 	want := make(map[string]string)
-	for name := range srv.Tools {
+	for name := range p.Servers[server].Tools {
 		sum, listed := pins[name]
 		if !listed {
-			fmt.Fprintf(e.stderr, "bankdoor pin: %s: tool %q is in the policy but the server does not list it; left unpinned\n", path, name)
+			e.warningf("%s: tool %q is in the policy but the server does not list it; left unpinned", p.Path, name)
 			continue
 		}
 		want[name] = sum
 	}
-	changed, _, err := policy.SetPins(path, server, want)
+	changed, _, err := policy.SetPins(p.Path, server, want)
 	if err != nil {
-		return fail(e, exitFailure, "pin: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
-	fmt.Fprintf(e.stderr, "bankdoor pin: %s: %d pin(s) written, %d changed\n", path, len(want), len(changed))
+	e.printf("%s: %d pin(s) written, %d changed", p.Path, len(want), len(changed))
 	return exitOK
 }

@@ -30,79 +30,121 @@ func cmdProxy(e *env, args []string) int {
 	maxFrame := fs.Int("max-frame", proxy.DefaultMaxFrame, "largest JSON-RPC line accepted from the agent, in bytes")
 	verbose := fs.Bool("v", false, "log every decision to stderr")
 	var lf ledgerFlags
-	lf.register(fs)
+	lf.register(fs.FlagSet)
 	var df downFlags
-	df.register(fs)
+	df.register(fs.FlagSet)
 	var sf listenFlags
-	sf.register(fs)
+	sf.register(fs.FlagSet)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
-	if !required(e, fs, "policy", "server") {
+	if !required(fs, "policy", "server") {
 		return exitUsage
 	}
 	if len(pos) > 0 {
-		return fail(e, exitUsage, "proxy: unexpected argument %q; give the bank server's command after --", pos[0])
+		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. -- bankmcp"))
 	}
-	if err := df.check(argv, os.Getenv); err != nil {
-		return fail(e, exitUsage, "proxy: %v", err)
+	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check} {
+		if err := check(); err != nil {
+			return exitErr(e, exitUsage, err)
+		}
 	}
-	if err := lf.check(); err != nil {
-		return fail(e, exitUsage, "proxy: %v", err)
-	}
-	if err := sf.check(); err != nil {
-		return fail(e, exitUsage, "proxy: %v", err)
-	}
-	p, err := policy.Load(*policyPath)
+	p, err := loadPolicy(*policyPath, *server)
 	if err != nil {
-		return fail(e, exitUsage, "proxy: --policy: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
-	if _, ok := p.Servers[*server]; !ok {
-		return fail(e, exitUsage, "proxy: --server %q is not in %s (servers: %s)", *server, *policyPath, serverNames(p))
+	problems := policy.Lint(p)
+	for _, pr := range problems {
+		e.warningf("%s", pr)
 	}
-	for _, pr := range policy.Lint(p) {
-		fmt.Fprintf(e.stderr, "bankdoor proxy: warning: %s\n", pr)
+	for _, h := range lintHints(p, problems) {
+		e.printf("hint: %s", h)
 	}
+	logger := proxyLogger(e, *verbose)
 	if sf.addr != "" {
 		return serveAgents(e, &agentsConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
-			logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv, serve: &sf})
+			logger: logger, ledger: &lf, down: &df, argv: argv, serve: &sf})
 	}
+	return proxyStdio(e, &stdioConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
+		logger: logger, ledger: &lf, down: &df, argv: argv})
+}
+
+// stdioConfig is what serving one agent over stdio needs from cmdProxy.
+type stdioConfig struct {
+	policy   *policy.Policy
+	server   string
+	receipts string
+	maxFrame int
+	logger   *slog.Logger
+	ledger   *ledgerFlags
+	down     *downFlags
+	argv     []string
+}
+
+// proxyStdio relays one agent on stdin and stdout. Everything that can
+// be checked without creating a file is checked first (the signing key
+// and log key loaded or made in memory, the ledger file opened if it
+// exists, the receipts directory and the bank server's command); then
+// the receipts directory, the new keys and the ledger file are created,
+// in that order.
+func proxyStdio(e *env, c *stdioConfig) int {
 	keyDir, err := agentkey.Dir()
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
-	rec, key, closeRec, err := openRecorder(e, p, *server, keyDir, *receipts)
+	key, newKey, err := loadKey(keyDir)
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	if err := receiptsCreatable(c.receipts); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	pending, err := c.ledger.prepare(c.receipts, oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub), c.logger)
+	defer pending.discard()
+	if err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	if c.down.url == "" {
+		if err := checkCommand(c.argv); err != nil {
+			return exitErr(e, exitFailure, err)
+		}
+	}
+	rec, closeRec, err := openRecorder(c.policy, c.server, key, c.receipts)
+	if err != nil {
+		return exitErr(e, exitFailure, err)
 	}
 	defer closeRec()
-	logger := proxyLogger(e, *verbose)
-	pub := key.Public().(ed25519.PublicKey)
-	sink, err := lf.openSink(e, *receipts, oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub), logger)
+	if newKey {
+		if err := saveKey(e, keyDir, key); err != nil {
+			return exitErr(e, exitFailure, err)
+		}
+	}
+	sink, err := pending.open(e)
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	defer sink.close() // after the shipper's final attempt
-	ship, err := sink.ship(*receipts, pub, logger)
+	ship, err := sink.ship(c.receipts, pub, c.logger)
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	defer ship.stop() // before closeRec: the final attempt reads the directory
 	rec.Notify = ship.sh.Notify
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	conn, err := df.dial(ctx, argv)
+	conn, err := c.down.dial(ctx, c.argv)
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	r := proxy.New(proxy.Config{
-		Policy: p, Server: *server, Gate: gate.New(p), Recorder: rec,
-		Logger: logger, MaxFrame: *maxFrame,
+		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
+		Logger: c.logger, MaxFrame: c.maxFrame,
 	}, conn)
 	if err := r.Run(ctx, e.stdin, e.stdout); err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	return exitOK
 }
@@ -116,35 +158,66 @@ func proxyLogger(e *env, verbose bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})).With("bankdoor", "proxy")
 }
 
-// openRecorder loads the signing key in keyDir and opens the receipts
-// directory, so that a proxy that could not leave evidence never starts.
-func openRecorder(e *env, p *policy.Policy, server, keyDir, dir string) (*proxy.ReceiptRecorder, ed25519.PrivateKey, func(), error) {
-	key, err := loadOrCreateKey(e, keyDir)
-	if err != nil {
-		return nil, nil, nil, err
+// receiptsHint says how to fix a receipts directory that cannot be used.
+const receiptsHint = "give a writable directory with --receipts DIR (MCP clients often start servers in / or $HOME)"
+
+// receiptsCreatable checks that the receipts directory dir is one, or
+// could be created, without creating it.
+func receiptsCreatable(dir string) error {
+	abs, _ := filepath.Abs(dir)
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		err = errors.New("not a directory")
+	case err != nil:
+		if cerr := creatable(dir); cerr != nil || errors.Is(err, fs.ErrNotExist) {
+			err = cerr
+		}
 	}
+	if err != nil {
+		return hint(fmt.Errorf("--receipts %s: %w", abs, err), receiptsHint)
+	}
+	return nil
+}
+
+// openRecorder opens the receipts directory dir (creating it if need be)
+// for the signing key, so that a proxy that could not leave evidence
+// never starts.
+func openRecorder(p *policy.Policy, server string, key ed25519.PrivateKey, dir string) (*proxy.ReceiptRecorder, func(), error) {
 	w, err := receipt.OpenWriter(dir, key)
 	if err != nil {
 		abs, _ := filepath.Abs(dir)
-		return nil, nil, nil, fmt.Errorf("--receipts %s: %v (give a writable directory with --receipts DIR; MCP clients often start servers in / or $HOME)", abs, err)
+		return nil, nil, hint(fmt.Errorf("--receipts %s: %w", abs, err), receiptsHint)
 	}
 	rec := &proxy.ReceiptRecorder{W: w, Server: server, PolicyID: p.ID, PolicySHA256: p.SHA256}
-	return rec, key, func() { w.Close() }, nil
+	return rec, func() { w.Close() }, nil
 }
 
-// loadOrCreateKey loads the signing key, creating one on the very first
-// start (no key file at all) so that the proxy runs on a fresh machine. An
+// loadKey loads the signing key in dir. On the very first start (no key
+// file at all) it makes one in memory, and newKey is true: saveKey writes
+// it once the receipts directory is open, so that the proxy runs on a
+// fresh machine and a proxy that fails to start leaves no key. An
 // existing key that cannot be read is an error, never replaced.
-func loadOrCreateKey(e *env, dir string) (ed25519.PrivateKey, error) {
-	key, err := agentkey.LoadPrivate(dir)
+func loadKey(dir string) (key ed25519.PrivateKey, newKey bool, err error) {
+	key, err = agentkey.LoadPrivate(dir)
 	if !errors.Is(err, fs.ErrNotExist) {
-		return key, err
+		return key, false, err
 	}
-	pub, gerr := agentkey.Generate(dir, false)
-	if gerr != nil {
-		return nil, fmt.Errorf("no signing key in %s and creating one failed: %v", dir, gerr)
+	pubPath := filepath.Join(dir, agentkey.PublicFile)
+	if _, err := os.Lstat(pubPath); err == nil {
+		return nil, false, hint(fmt.Errorf("the key directory has %s but no %s", pubPath, agentkey.PrivateFile),
+			"restore %s, or make a new key with bankdoor keygen --force", filepath.Join(dir, agentkey.PrivateFile))
 	}
-	fmt.Fprintf(e.stderr, "bankdoor proxy: created signing key %s in %s (key_id %s); keep %s for verify --pub\n",
-		agentkey.PrivateFile, dir, agentkey.KeyID(pub), filepath.Join(dir, agentkey.PublicFile))
-	return agentkey.LoadPrivate(dir)
+	_, key, err = ed25519.GenerateKey(nil)
+	return key, true, err
+}
+
+// saveKey writes the signing key loadKey made and says where.
+func saveKey(e *env, dir string, key ed25519.PrivateKey) error {
+	if err := agentkey.Save(dir, key, false); err != nil {
+		return fmt.Errorf("no signing key in %s, and saving a new one failed: %w", dir, err)
+	}
+	e.printf("created signing key %s in %s (key_id %s); keep %s for verify --pub",
+		agentkey.PrivateFile, dir, agentkey.KeyID(key.Public().(ed25519.PublicKey)), filepath.Join(dir, agentkey.PublicFile))
+	return nil
 }

@@ -40,17 +40,19 @@ func (f *downFlags) register(fs *flag.FlagSet) {
 func (f *downFlags) check(argv []string, getenv func(string) string) error {
 	switch {
 	case f.url != "" && len(argv) > 0:
-		return errors.New("give either --url or a command after --, not both")
+		return hint(errors.New("--url and a command after -- do not go together"), "give one bank server: its command after --, or its MCP endpoint with --url")
 	case f.url == "" && len(argv) == 0:
-		return errors.New("give the bank server's command after --, e.g. -- npx -y bankmcp, or its MCP endpoint with --url https://HOST/mcp")
+		return hint(errNoCommand, "give the bank server's command after --, e.g. -- bankmcp, or its MCP endpoint with --url https://HOST/mcp")
 	case f.url == "" && (f.ca != "" || len(f.headers) > 0 || len(f.headerEnv) > 0):
-		return errors.New("--url-ca, --header and --header-env need --url")
+		return hint(errors.New("--url-ca, --header and --header-env need --url"), "they configure a bank server reached over HTTP: give its endpoint with --url, or drop them")
 	}
 	if f.url == "" {
 		return nil
 	}
-	if _, err := proxy.CheckURL(f.url); err != nil {
-		return fmt.Errorf("--url: %v", err)
+	if _, err := proxy.CheckURL(f.url); errors.Is(err, proxy.ErrURLCredentials) {
+		return hint(fmt.Errorf("--url: %w", err), "send credentials in a header read from the environment: --header-env 'Name=ENVVAR'")
+	} else if err != nil {
+		return fmt.Errorf("--url: %w", err)
 	}
 	var err error
 	f.srv, err = f.server(getenv)
@@ -64,30 +66,30 @@ func (f *downFlags) server(getenv func(string) string) (*proxy.HTTPServer, error
 	if f.ca != "" {
 		pool, err := proxy.LoadCA(f.ca)
 		if err != nil {
-			return nil, fmt.Errorf("--url-ca: %v", err)
+			return nil, fmt.Errorf("--url-ca: %w", err)
 		}
 		s.RootCAs = pool
 	}
 	for _, h := range f.headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok {
-			return nil, fmt.Errorf("--header %q: want 'Name: value'", h)
+			return nil, hint(fmt.Errorf("--header %q: no colon", h), "give --header 'Name: value'")
 		}
 		if err := addHeader(s.Header, name, strings.TrimSpace(value)); err != nil {
-			return nil, fmt.Errorf("--header: %v", err)
+			return nil, fmt.Errorf("--header: %w", err)
 		}
 	}
 	for _, h := range f.headerEnv {
 		name, envvar, ok := strings.Cut(h, "=")
 		if !ok || envvar == "" {
-			return nil, fmt.Errorf("--header-env %q: want 'Name=ENVVAR'", h)
+			return nil, hint(fmt.Errorf("--header-env %q: no environment variable named", h), "give --header-env 'Name=ENVVAR'")
 		}
 		value := getenv(envvar)
 		if value == "" {
-			return nil, fmt.Errorf("--header-env %s: environment variable %s is not set or empty", h, envvar)
+			return nil, hint(fmt.Errorf("--header-env %s: environment variable %s is not set or empty", h, envvar), "set %s to the header's value", envvar)
 		}
 		if err := addHeader(s.Header, name, value); err != nil {
-			return nil, fmt.Errorf("--header-env %s: %v", name, err)
+			return nil, fmt.Errorf("--header-env %s: %w", name, err)
 		}
 	}
 	return s, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -53,18 +54,20 @@ func (f *ledgerFlags) check() error {
 	if f.remote.url != "" {
 		for _, fl := range []struct{ name, v string }{{"ledger-db", f.db}, {"ledger-key", f.key}, {"ledger-origin", f.origin}} {
 			if fl.v != "" {
-				return fmt.Errorf("--ledger and --%s do not go together: --ledger ships receipts to a remote ledger, --%s configures the embedded one; give one or the other", fl.name, fl.name)
+				return hint(fmt.Errorf("--ledger and --%s do not go together", fl.name),
+					"--ledger ships receipts to a remote ledger, --%s configures the embedded one; give one or the other", fl.name)
 			}
 		}
 		if len(f.witnesses.urls) > 0 || len(f.witnesses.keys) > 0 {
-			return errors.New("--witness and --witness-key anchor the embedded ledger, not a remote --ledger: anchor that ledger where it runs, with bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY or bankdoor ledger serve ... --witness URL --witness-key VKEY")
+			return hint(errors.New("--witness and --witness-key anchor the embedded ledger, not a remote --ledger"),
+				"anchor that ledger where it runs: bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY, or bankdoor ledger serve ... --witness URL --witness-key VKEY")
 		}
 		var err error
 		f.client, err = f.remote.client()
 		return err
 	}
 	if f.remote.ca != "" || f.remote.tokenEnv != "" {
-		return errors.New("--ledger-ca and --ledger-token-env are for a remote ledger; give its URL with --ledger")
+		return hint(errors.New("--ledger-ca and --ledger-token-env are for a remote ledger"), "give its URL with --ledger URL")
 	}
 	var err error
 	_, f.anchorTo, err = f.witnesses.load(false)
@@ -82,35 +85,137 @@ type ledgerSink struct {
 	logger *slog.Logger
 }
 
-// openSink opens the ledger the flags name. A remote ledger is not
-// contacted here: it may be down; the receipts wait in their directory.
-// The embedded ledger's file defaults to one beside receipts; it enrolls
-// agents, and a log key made on first use is named defaultOrigin.
-func (f *ledgerFlags) openSink(e *env, receipts string, agents ledger.Agents, defaultOrigin string, logger *slog.Logger) (*ledgerSink, error) {
+// pendingSink is the ledger the flags name, checked but not created: the
+// embedded ledger's log key is loaded, or made in memory on first use;
+// its file is opened if it exists, or else its directory is checked.
+// open creates what is missing; discard closes what prepare opened.
+type pendingSink struct {
+	f       *ledgerFlags
+	signer  note.Signer
+	keyPath string
+	newKey  string // the log key made on first use, to be written to keyPath
+	db      string
+	existed bool        // the file existed at prepare
+	log     *ledger.Log // the embedded ledger, if its file existed; then open's
+	agents  ledger.Agents
+	logger  *slog.Logger
+}
+
+// prepare checks the ledger the flags name, creating nothing. A remote
+// ledger is not contacted: it may be down; the receipts wait in their
+// directory. The embedded ledger's file defaults to one beside receipts;
+// it enrolls agents, and a log key made on first use is named
+// --ledger-origin or else defaultOrigin.
+func (f *ledgerFlags) prepare(receipts string, agents ledger.Agents, defaultOrigin string, logger *slog.Logger) (*pendingSink, error) {
+	p := &pendingSink{f: f, agents: agents, logger: logger}
 	if f.client != nil {
-		return &ledgerSink{to: spool.Remote{Client: f.client, URL: f.remote.url}, name: f.remote.url, logger: logger}, nil
+		return p, nil
 	}
-	signer, keyPath, err := f.signer(e, defaultOrigin)
-	if err != nil {
+	var err error
+	if p.signer, p.keyPath, p.newKey, err = f.signer(defaultOrigin); err != nil {
 		return nil, err
 	}
-	db := f.db
-	if db == "" {
-		db = filepath.Join(filepath.Dir(filepath.Clean(receipts)), ledgerDBFile)
+	p.db = f.db
+	if p.db == "" {
+		p.db = filepath.Join(filepath.Dir(filepath.Clean(receipts)), ledgerDBFile)
 	}
-	logger = logger.With("ledger", "embedded")
-	l, err := openLedgerDB(db, signer, agents, logger)
-	if err != nil {
-		abs, _ := filepath.Abs(db)
-		return nil, fmt.Errorf("--ledger-db %s: %v (the embedded ledger is signed with --ledger-key, by default %s in the key directory: give the key and --ledger-origin the file was made with, another file with --ledger-db PATH, or a remote ledger with --ledger URL)",
-			abs, err, ledgerKeyFile)
+	p.logger = logger.With("ledger", "embedded")
+	if _, err := os.Stat(p.db); err == nil {
+		p.existed = true
+		p.log, err = p.openDB()
+		return p, err
+	} else if cerr := creatable(p.db); cerr != nil || !errors.Is(err, fs.ErrNotExist) {
+		return p, p.dbError(cmp.Or(cerr, err))
 	}
-	s := &ledgerSink{to: spool.Embedded{Log: l}, name: "embedded", log: l, logger: logger}
-	if s.anchor, err = f.startAnchor(l, keyPath, logger); err != nil {
+	return p, nil
+}
+
+// open creates the embedded ledger's log key and file if they are new
+// and starts its anchoring loop, or returns the remote ledger.
+func (p *pendingSink) open(e *env) (*ledgerSink, error) {
+	f := p.f
+	if f.client != nil {
+		return &ledgerSink{to: spool.Remote{Client: f.client, URL: f.remote.url}, name: f.remote.url, logger: p.logger}, nil
+	}
+	if p.newKey != "" {
+		if err := writeLogKey(p.keyPath, p.newKey); err != nil {
+			return nil, hint(fmt.Errorf("creating the embedded ledger's log key: %w", err), "give one with --ledger-key FILE (bankdoor ledger keygen makes one)")
+		}
+		e.printf("created log key %s for the embedded ledger (origin %s); its verifier key is in %s",
+			p.keyPath, p.signer.Name(), p.keyPath+ledger.VerifierKeySuffix)
+	}
+	if p.log == nil {
+		if err := os.MkdirAll(filepath.Dir(p.db), 0o700); err != nil {
+			return nil, p.dbError(err)
+		}
+		var err error
+		if p.log, err = p.openDB(); err != nil {
+			return nil, err
+		}
+	}
+	l := p.log
+	p.log = nil // the sink's now
+	s := &ledgerSink{to: spool.Embedded{Log: l}, name: "embedded", log: l, logger: p.logger}
+	var err error
+	if s.anchor, err = f.startAnchor(l, p.keyPath, p.logger); err != nil {
 		l.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// discard closes the embedded ledger if prepare opened it and open did
+// not take it.
+func (p *pendingSink) discard() {
+	if p != nil && p.log != nil {
+		p.log.Close()
+		p.log = nil
+	}
+}
+
+func (p *pendingSink) openDB() (*ledger.Log, error) {
+	l, err := ledger.Open(p.db, ledger.Options{Origin: p.signer.Name(), Signer: p.signer, Agents: p.agents, Logger: p.logger})
+	return l, p.dbError(err)
+}
+
+// dbError names the embedded ledger's file in err and says what to do.
+func (p *pendingSink) dbError(err error) error {
+	if err == nil {
+		return nil
+	}
+	abs, _ := filepath.Abs(p.db)
+	err = fmt.Errorf("--ledger-db %s: %w", abs, err)
+	switch {
+	case errors.Is(err, ledger.ErrOtherLog):
+		return hint(err, "the embedded ledger is signed with --ledger-key (by default %s in the key directory): give the log key and --ledger-origin this file was made with, another file with --ledger-db PATH, or a remote ledger with --ledger URL", ledgerKeyFile)
+	case errors.Is(err, ledger.ErrLocked):
+		return hint(err, "the file is open in another proxy: stop it, or give this one another file with --ledger-db PATH")
+	case p.existed && errors.Is(err, ledger.ErrStorage):
+		return hint(err, "check the file with bankdoor ledger fsck --db %s, or give another one with --ledger-db PATH", abs)
+	}
+	return hint(err, "give the embedded ledger a file with --ledger-db PATH, or ship to a remote ledger with --ledger URL")
+}
+
+// creatable checks that path could be created: its nearest existing
+// ancestor is a directory. It creates nothing.
+func creatable(path string) error {
+	dir := filepath.Dir(filepath.Clean(path))
+	for {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", dir)
+		case err == nil:
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
 }
 
 // startAnchor starts anchoring the embedded ledger l, signed with the
@@ -172,64 +277,57 @@ func (s *shipping) stop() {
 	<-s.done // Run has logged what it could not ship
 }
 
-func openLedgerDB(db string, signer note.Signer, agents ledger.Agents, logger *slog.Logger) (*ledger.Log, error) {
-	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
-		return nil, err
-	}
-	return ledger.Open(db, ledger.Options{
-		Origin: signer.Name(),
-		Signer: signer,
-		Agents: agents,
-		Logger: logger,
-	})
-}
-
 // signer loads the embedded ledger's log key and returns it with its
-// file, creating the default one on first use, named --ledger-origin or
-// else defaultOrigin.
-func (f *ledgerFlags) signer(e *env, defaultOrigin string) (note.Signer, string, error) {
-	path, flagName := f.key, "--ledger-key"
+// file. The default key, in the key directory, is made in memory on first
+// use, named --ledger-origin or else defaultOrigin, and returned as newKey
+// for open to write; nothing is written here.
+func (f *ledgerFlags) signer(defaultOrigin string) (s note.Signer, path, newKey string, err error) {
+	path = f.key
 	if path == "" {
 		dir, err := agentkey.Dir()
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		path, flagName = filepath.Join(dir, ledgerKeyFile), "the embedded ledger's key"
+		path = filepath.Join(dir, ledgerKeyFile)
 		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-			if err := f.createKey(e, path, defaultOrigin); err != nil {
-				return nil, "", fmt.Errorf("no log key %s and creating one failed: %v (give one with --ledger-key FILE)", path, err)
-			}
+			return newLogKey(path, cmp.Or(f.origin, defaultOrigin))
 		}
 	}
-	s, err := ledger.LoadSigner(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", flagName, err)
+	s, err = ledger.LoadSigner(path)
+	switch {
+	case err != nil && f.key != "":
+		if errors.Is(err, fs.ErrNotExist) {
+			err = hint(err, "make one with bankdoor ledger keygen --out %s --origin ORIGIN, or drop --ledger-key to use the default one in the key directory", path)
+		}
+		return nil, "", "", fmt.Errorf("--ledger-key: %w", err)
+	case err != nil:
+		return nil, "", "", fmt.Errorf("the embedded ledger's log key: %w", err)
+	case f.origin != "" && s.Name() != f.origin:
+		return nil, "", "", hint(fmt.Errorf("--ledger-origin %q is not the name of the log key %s (%q)", f.origin, path, s.Name()),
+			"drop --ledger-origin, or give the key made for it with --ledger-key")
 	}
-	if f.origin != "" && s.Name() != f.origin {
-		return nil, "", fmt.Errorf("--ledger-origin %q is not the name of the log key %s (%q); drop --ledger-origin or give the key made for it with --ledger-key",
-			f.origin, path, s.Name())
-	}
-	return s, path, nil
+	return s, path, "", nil
 }
 
-func (f *ledgerFlags) createKey(e *env, path, defaultOrigin string) error {
-	origin := f.origin
-	if origin == "" {
-		origin = defaultOrigin
-	}
+// newLogKey makes a log key named origin, to be written to path.
+func newLogKey(path, origin string) (note.Signer, string, string, error) {
 	skey, _, err := ledger.GenerateKey(origin)
 	if err != nil {
-		return err
+		return nil, "", "", fmt.Errorf("--ledger-origin: %w", err)
 	}
+	s, err := note.NewSigner(skey)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return s, path, skey, nil
+}
+
+// writeLogKey writes the log key skey to path, creating its directory.
+func writeLogKey(path, skey string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := ledger.WriteKey(path, skey); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stderr, "bankdoor proxy: created log key %s for the embedded ledger (origin %s); its verifier key is in %s\n",
-		path, origin, path+ledger.VerifierKeySuffix)
-	return nil
+	return ledger.WriteKey(path, skey)
 }
 
 // oneAgent enrolls a single agent key: the stdio proxy's own (none, in

@@ -58,25 +58,27 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 func (f *listenFlags) check() error {
 	if f.addr == "" {
 		if f.tokens != "" || len(f.origins) > 0 {
-			return errors.New("--agent-tokens and --allow-origin need --listen")
+			return hint(errors.New("--agent-tokens and --allow-origin need --listen"), "serve agents over HTTP with --listen HOST:PORT, or drop them")
 		}
 		if f.cert != "" || f.key != "" || f.agentCA != "" {
-			return errors.New("--listen-cert, --listen-key and --agent-ca need --listen")
+			return hint(errors.New("--listen-cert, --listen-key and --agent-ca need --listen"), "serve agents over HTTPS with --listen HOST:PORT, or drop them")
 		}
 		return nil
 	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8700", f.addr)
+		return hint(fmt.Errorf("--listen %q: not HOST:PORT", f.addr), "give an address such as --listen 127.0.0.1:8700")
 	}
 	if f.tls, err = loadServerTLS(fileFlag{"listen-cert", f.cert}, fileFlag{"listen-key", f.key}, fileFlag{"agent-ca", f.agentCA}); err != nil {
 		return err
 	}
 	if f.tls == nil && !isLoopback(host) {
-		return fmt.Errorf("--listen %q: plain HTTP carries the agents' tokens, so only a loopback address is served; pass --listen-cert and --listen-key to serve HTTPS, or put a TLS-terminating proxy in front", f.addr)
+		return hint(fmt.Errorf("--listen %q: plain HTTP carries the agents' tokens, so only a loopback address is served", f.addr),
+			"pass --listen-cert and --listen-key to serve HTTPS, or put a TLS-terminating proxy in front")
 	}
 	if f.tokens == "" && f.agentCA == "" {
-		return errors.New("--listen needs --agent-tokens FILE (bearer tokens) or --agent-ca FILE (client certificates, with --listen-cert): agents must authenticate")
+		return hint(errors.New("--listen needs a way for agents to authenticate"),
+			"give --agent-tokens FILE (bearer tokens) or --agent-ca FILE (client certificates, with --listen-cert)")
 	}
 	return nil
 }
@@ -94,32 +96,48 @@ type agentsConfig struct {
 	serve    *listenFlags
 }
 
-// serveAgents runs the proxy as a server of agents until SIGINT or SIGTERM.
+// serveAgents runs the proxy as a server of agents until SIGINT or
+// SIGTERM. It listens before it creates the embedded ledger's key or
+// file, so that an address in use leaves nothing behind.
 func serveAgents(e *env, c *agentsConfig) int {
 	var tokens httpserve.Tokens
 	if c.serve.tokens != "" {
 		var err error
 		if tokens, err = httpserve.LoadTokens(c.serve.tokens); err != nil {
-			return fail(e, exitUsage, "proxy: --agent-tokens: %v", err)
+			return fail(e, exitUsage, "--agent-tokens: %w", err)
 		}
 	}
 	home, err := agentkey.Dir()
 	if err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	agents := &agentRecorders{e: e, c: c, home: home, keys: &agentchain.Keys{}, open: map[string]*agentRecorder{}}
 	known := agents.enrollKnown()
-	if agents.sink, err = c.ledger.openSink(e, c.receipts, agents.keys, gatewayOrigin(), c.logger); err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
+	if err := receiptsCreatable(c.receipts); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	pending, err := c.ledger.prepare(c.receipts, agents.keys, gatewayOrigin(), c.logger)
+	defer pending.discard()
+	if err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	if c.down.url == "" {
+		if err := checkCommand(c.argv); err != nil {
+			return exitErr(e, exitFailure, err)
+		}
+	}
+	ln, err := net.Listen("tcp", c.serve.addr)
+	if err != nil {
+		return fail(e, exitFailure, "--listen: %w", err)
+	}
+	defer ln.Close() // in case of an early return; Serve closes it too
+	if agents.sink, err = pending.open(e); err != nil {
+		return exitErr(e, exitFailure, err)
 	}
 	defer agents.sink.close() // after every shipper's final attempt
 	defer agents.close()
 	if err := agents.catchUp(known); err != nil {
-		return fail(e, exitFailure, "proxy: %v", err)
-	}
-	ln, err := net.Listen("tcp", c.serve.addr)
-	if err != nil {
-		return fail(e, exitFailure, "proxy: --listen: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	scheme := "http"
 	if c.serve.tls != nil {
@@ -133,7 +151,7 @@ func serveAgents(e *env, c *agentsConfig) int {
 	mux.Handle("/mcp", srv)
 	hs := &http.Server{Handler: mux, TLSConfig: c.serve.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
-	fmt.Fprintf(e.stderr, "bankdoor proxy: serving agents at %s://%s/mcp\n", scheme, ln.Addr())
+	e.printf("serving agents at %s://%s/mcp", scheme, ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
@@ -153,7 +171,7 @@ func serveAgents(e *env, c *agentsConfig) int {
 	srv.Close() // ends the sessions first: open streams would hold up Shutdown
 	hs.Shutdown(sctx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fail(e, exitFailure, "proxy: %v", err)
+		return exitErr(e, exitFailure, err)
 	}
 	return exitOK
 }
@@ -251,9 +269,20 @@ func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 		return r.rec, nil
 	}
 	dir := filepath.Join(a.c.receipts, agent)
-	rec, key, closeRec, err := openRecorder(a.e, a.c.policy, a.c.server, filepath.Join(a.home, "agents", agent), dir)
+	keyDir := filepath.Join(a.home, "agents", agent)
+	key, newKey, err := loadKey(keyDir)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %v", agent, err)
+		return nil, fmt.Errorf("agent %s: %w", agent, err)
+	}
+	rec, closeRec, err := openRecorder(a.c.policy, a.c.server, key, dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", agent, err)
+	}
+	if newKey {
+		if err := saveKey(a.e, keyDir, key); err != nil {
+			closeRec()
+			return nil, fmt.Errorf("agent %s: %w", agent, err)
+		}
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	a.keys.Enroll(pub) // before its receipts are shipped

@@ -19,11 +19,11 @@ type fileFlag struct{ name, path string }
 // connect. A certificate given and not verified fails the handshake.
 func loadServerTLS(cert, key, clientCA fileFlag) (*tls.Config, error) {
 	if (cert.path == "") != (key.path == "") {
-		return nil, fmt.Errorf("--%s and --%s go together; pass both or neither", cert.name, key.name)
+		return nil, hint(fmt.Errorf("--%s and --%s go together", cert.name, key.name), "pass both or neither")
 	}
 	if cert.path == "" {
 		if clientCA.path != "" {
-			return nil, fmt.Errorf("--%s needs TLS; pass --%s and --%s too", clientCA.name, cert.name, key.name)
+			return nil, hint(fmt.Errorf("--%s needs TLS", clientCA.name), "pass --%s and --%s too", cert.name, key.name)
 		}
 		return nil, nil
 	}
@@ -41,7 +41,7 @@ func loadServerTLS(cert, key, clientCA fileFlag) (*tls.Config, error) {
 	}
 	c.ClientCAs = x509.NewCertPool()
 	if !c.ClientCAs.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--%s: %s holds no PEM CERTIFICATE block; give the CA certificates that issue client certificates", clientCA.name, clientCA.path)
+		return nil, hint(fmt.Errorf("--%s: %s holds no PEM CERTIFICATE block", clientCA.name, clientCA.path), "give the CA certificates that issue the client certificates")
 	}
 	c.ClientAuth = tls.VerifyClientCertIfGiven
 	return c, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -22,45 +23,47 @@ func cmdVerify(e *env, args []string) int {
 	pubPath := fs.String("pub", "", "the agent's public key (SPKI PEM, bankdoor.pub.pem) (required)")
 	policyPath := fs.String("policy", "", "also require every receipt's policy_sha256 to be this policy file's")
 	var remote remoteFlags
-	remote.register(fs, "also prove every receipt is in the ledger at this URL (bankdoor ledger serve), against its signed checkpoint")
+	remote.register(fs.FlagSet, "also prove every receipt is in the ledger at this URL (bankdoor ledger serve), against its signed checkpoint")
 	var anchor policyFlags
-	anchor.register(fs, "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger or --checkpoint)")
+	anchor.register(fs.FlagSet, "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger or --checkpoint)")
 	cpPath := fs.String("checkpoint", "", "offline: prove against this checkpoint note (a bundle's checkpoint file, or one from GetCheckpoint) that no receipt it covers is missing; with --log-key and the witnesses' --witness-key")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(e, exitUsage, "verify: give exactly one receipts directory, e.g. bankdoor verify .bankdoor/receipts --pub bankdoor.pub.pem")
+		return fs.usageErr("verify takes exactly one receipts directory (got %d arguments)", len(pos))
 	}
-	if !required(e, fs, "pub") {
+	if !required(fs, "pub") {
 		return exitUsage
 	}
 	pub, err := agentkey.LoadPublic(*pubPath)
 	if err != nil {
-		return fail(e, exitUsage, "verify: --pub: %v", err)
+		return fail(e, exitUsage, "--pub: %w", err)
 	}
-	if *cpPath != "" || len(anchor.witnesses) > 0 || flagSet(fs, "witness-quorum") {
+	if *cpPath != "" || len(anchor.witnesses) > 0 || flagSet(fs.FlagSet, "witness-quorum") {
 		if remote.url != "" {
-			return fail(e, exitUsage, "verify: --checkpoint is the offline check and --ledger the online one; give one of them")
+			return exitErr(e, exitUsage, hint(errors.New("--checkpoint and --ledger do not go together"),
+				"--checkpoint is the offline check, --ledger the online one: give one of them"))
 		}
 		return verifyAnchored(e, pos[0], pub, *policyPath, *cpPath, &anchor)
 	}
 	online, err := onlineCheck(&remote, anchor.logKey)
 	if err != nil {
-		return fail(e, exitUsage, "verify: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	opts, err := verifyOptions(*policyPath)
 	if err != nil {
-		return fail(e, exitUsage, "verify: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	if bundle.IsBundle(pos[0]) {
-		return fail(e, exitUsage, "verify: %s is an export bundle: verify it with --checkpoint %s --log-key VKEY [--witness-key VKEY]..., or its receipts alone with bankdoor verify %s",
-			pos[0], filepath.Join(pos[0], bundle.CheckpointFile), filepath.Join(pos[0], bundle.ReceiptsDir))
+		return exitErr(e, exitUsage, hint(fmt.Errorf("%s is an export bundle", pos[0]),
+			"verify it with --checkpoint %s --log-key VKEY [--witness-key VKEY]..., or its receipts alone with bankdoor verify %s",
+			filepath.Join(pos[0], bundle.CheckpointFile), filepath.Join(pos[0], bundle.ReceiptsDir)))
 	}
 	rep, err := verifier.VerifyDir(pos[0], pub, opts)
 	if err != nil {
-		return fail(e, exitFailure, "verify: FAILED: %v", err)
+		return exitErr(e, exitFailure, verifyError(err))
 	}
 	fmt.Fprintf(e.stdout, "%s: ok: %d receipts, seq %d..%d, key_id %s, head %x\n",
 		pos[0], len(rep.Receipts), rep.FirstSeq, rep.LastSeq, rep.KeyID, rep.Head)
@@ -70,13 +73,26 @@ func cmdVerify(e *env, args []string) int {
 	return online(e, rep)
 }
 
+// verifyError says that verification failed if err is a verifier's
+// finding, rather than a file it could not read.
+func verifyError(err error) error {
+	var ve *verifier.Error
+	var me *verifier.MissingError
+	var nl *verifier.NotInLogError
+	if errors.As(err, &ve) || errors.As(err, &me) || errors.As(err, &nl) || errors.Is(err, cosignature.ErrLogSignature) ||
+		errors.Is(err, cosignature.ErrQuorum) || errors.Is(err, cosignature.ErrBadCosignature) || errors.Is(err, cosignature.ErrMalformed) {
+		return fmt.Errorf("verification failed: %w", err)
+	}
+	return err
+}
+
 // verifyOptions returns the options the --policy flag asks for.
 func verifyOptions(policyPath string) (verifier.Options, error) {
 	var opts verifier.Options
 	if policyPath != "" {
 		p, err := policy.Load(policyPath)
 		if err != nil {
-			return opts, fmt.Errorf("--policy: %v", err)
+			return opts, fmt.Errorf("--policy: %w", err)
 		}
 		opts.PolicySHA256 = p.SHA256
 	}
@@ -88,16 +104,18 @@ func verifyOptions(policyPath string) (verifier.Options, error) {
 func onlineCheck(remote *remoteFlags, logKey string) (func(*env, *verifier.Report) int, error) {
 	if remote.url == "" {
 		if logKey != "" || remote.ca != "" || remote.tokenEnv != "" {
-			return nil, errors.New("--log-key, --ledger-ca and --ledger-token-env are for the online check: give the ledger's URL with --ledger (or, offline, its checkpoint with --checkpoint FILE)")
+			return nil, hint(errors.New("--log-key, --ledger-ca and --ledger-token-env need --ledger or --checkpoint"),
+				"give the ledger's URL with --ledger (the online check), or its checkpoint with --checkpoint FILE (offline)")
 		}
 		return nil, nil
 	}
 	if logKey == "" {
-		return nil, errors.New("--ledger needs --log-key VKEY, the ledger's verifier key (bankdoor ledger keygen prints it and writes it to FILE.vkey)")
+		return nil, hint(errors.New("--ledger needs --log-key VKEY"),
+			"give the ledger's verifier key: bankdoor ledger keygen prints it and writes it to FILE.vkey")
 	}
 	v, err := ledger.LoadVerifier(logKey)
 	if err != nil {
-		return nil, fmt.Errorf("--log-key: %v; pass the key itself, e.g. --log-key \"$(cat ledger.key.vkey)\"", err)
+		return nil, hint(fmt.Errorf("--log-key: %w", err), `pass the key itself, e.g. --log-key "$(cat ledger.key.vkey)"`)
 	}
 	client, err := remote.client()
 	if err != nil {
@@ -111,9 +129,9 @@ func onlineCheck(remote *remoteFlags, logKey string) (func(*env, *verifier.Repor
 		var nl *verifier.NotInLogError
 		switch {
 		case errors.As(err, &ve) || errors.As(err, &nl):
-			return fail(e, exitFailure, "verify: FAILED: --ledger %s: %v", remote.url, err)
+			return fail(e, exitFailure, "verification failed: --ledger %s: %w", remote.url, err)
 		case err != nil:
-			return fail(e, exitFailure, "verify: --ledger %s: %v", remote.url, err)
+			return exitErr(e, exitFailure, ledgerHint(fmt.Errorf("--ledger %s: %w", remote.url, err)))
 		}
 		fmt.Fprintf(e.stdout, "%s: ok: %d receipts in the log %s, checkpoint size %d, root %x\n",
 			rep.Dir, len(rep.Receipts), lr.Origin, lr.Size, lr.Root)

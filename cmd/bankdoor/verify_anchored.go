@@ -36,7 +36,7 @@ func (f *policyFlags) register(fs *flag.FlagSet, logKeyHelp string) {
 // policy returns the trust policy the flags give.
 func (f *policyFlags) policy() (*cosignature.Policy, error) {
 	if f.logKey == "" {
-		return nil, errors.New("--log-key VKEY is required: the ledger's verifier key (the line of its .vkey file; bankdoor ledger keygen prints it)")
+		return nil, hint(errors.New("--log-key VKEY is required"), "give the ledger's verifier key, the line of its .vkey file (bankdoor ledger keygen prints it)")
 	}
 	q := f.quorum
 	if !flagSet(f.fs, "witness-quorum") && len(f.witnesses) > 0 {
@@ -52,23 +52,26 @@ func (f *policyFlags) policy() (*cosignature.Policy, error) {
 // verifyAnchored is bankdoor verify --checkpoint: fully offline.
 func verifyAnchored(e *env, dir string, pub ed25519.PublicKey, policyPath, cpPath string, pf *policyFlags) int {
 	if cpPath == "" {
-		return fail(e, exitUsage, "verify: --witness-key and --witness-quorum check a checkpoint: give it with --checkpoint FILE (a bundle's checkpoint file)")
+		return exitErr(e, exitUsage, hint(errors.New("--witness-key and --witness-quorum need --checkpoint"),
+			"give the checkpoint they check with --checkpoint FILE (a bundle's checkpoint file)"))
 	}
 	p, err := pf.policy()
 	if err != nil {
-		return fail(e, exitUsage, "verify: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	opts, err := verifyOptions(policyPath)
 	if err != nil {
-		return fail(e, exitUsage, "verify: %v", err)
+		return exitErr(e, exitUsage, err)
 	}
 	cp, err := readCheckpoint(cpPath)
 	if err != nil {
-		return fail(e, exitUsage, "verify: --checkpoint: %v", err)
+		return fail(e, exitUsage, "--checkpoint: %w", err)
 	}
 	rep, err := verifier.VerifyAnchored(dir, pub, opts, p, cp)
-	if err != nil {
-		return fail(e, exitFailure, "verify: FAILED: %v", err)
+	if errors.Is(err, cosignature.ErrLogSignature) {
+		return exitErr(e, exitFailure, hint(verifyError(err), "check that --log-key is the verifier key of the ledger that wrote the checkpoint"))
+	} else if err != nil {
+		return exitErr(e, exitFailure, verifyError(err))
 	}
 	fmt.Fprintf(e.stdout, "%s: ok: %d receipts, seq %d..%d, key_id %s, head %x\n",
 		dir, len(rep.Receipts), rep.FirstSeq, rep.LastSeq, rep.KeyID, rep.Head)

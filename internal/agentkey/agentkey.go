@@ -76,7 +76,7 @@ func LoadPrivate(dir string) (ed25519.PrivateKey, error) {
 	path := filepath.Join(dir, PrivateFile)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open private key: %w (create one with bankdoor keygen)", err)
+		return nil, fmt.Errorf("open private key: %w", err)
 	}
 	defer f.Close()
 	if err := checkPrivateMode(f, path); err != nil {
@@ -162,40 +162,45 @@ func readPEM(r io.Reader, path, typ string) ([]byte, error) {
 	return block.Bytes, nil
 }
 
-// Generate creates a new Ed25519 key in dir (created with mode 0700 if
-// missing). It refuses to replace an existing key file unless force is
-// set; that error wraps fs.ErrExist. Each file is written to a temporary
-// file, synced and renamed into place, then the directory is synced, so a
-// crash leaves either the old file or the new one.
+// Generate creates a new Ed25519 key in dir and saves it there (see Save).
 func Generate(dir string, force bool) (ed25519.PublicKey, error) {
-	if !force {
-		for _, name := range []string{PrivateFile, PublicFile} {
-			p := filepath.Join(dir, name)
-			if _, err := os.Lstat(p); err == nil {
-				return nil, fmt.Errorf("%s already exists; use --force to replace it: %w", p, fs.ErrExist)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, err
-			}
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create key directory: %w", err)
-	}
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return nil, err
 	}
-	privPEM, pubPEM, err := encode(pub, priv)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(dir, PrivateFile, privPEM, 0o600); err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(dir, PublicFile, pubPEM, 0o644); err != nil {
+	if err := Save(dir, priv, force); err != nil {
 		return nil, err
 	}
 	return pub, nil
+}
+
+// Save writes priv and its public key to dir (created with mode 0700 if
+// missing). It refuses to replace an existing key file unless force is
+// set; that error wraps fs.ErrExist. Each file is written to a temporary
+// file, synced and renamed into place, then the directory is synced, so a
+// crash leaves either the old file or the new one.
+func Save(dir string, priv ed25519.PrivateKey, force bool) error {
+	if !force {
+		for _, name := range []string{PrivateFile, PublicFile} {
+			p := filepath.Join(dir, name)
+			if _, err := os.Lstat(p); err == nil {
+				return fmt.Errorf("key file %s: %w", p, fs.ErrExist)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create key directory: %w", err)
+	}
+	privPEM, pubPEM, err := encode(priv.Public().(ed25519.PublicKey), priv)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(dir, PrivateFile, privPEM, 0o600); err != nil {
+		return err
+	}
+	return writeAtomic(dir, PublicFile, pubPEM, 0o644)
 }
 
 func encode(pub ed25519.PublicKey, priv ed25519.PrivateKey) (privPEM, pubPEM []byte, err error) {

@@ -61,6 +61,38 @@ func wantMode(t *testing.T, path string, want fs.FileMode) {
 	}
 }
 
+// TestSaveWritesTheKeyGiven: Save writes a key made elsewhere (the proxy
+// makes one in memory and saves it once it can start), and, like
+// Generate, never replaces a key without force.
+func TestSaveWritesTheKeyGiven(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Save(dir, priv, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadPrivate(dir)
+	if err != nil || !got.Equal(priv) {
+		t.Fatalf("LoadPrivate after Save = %v, %v; want the key saved", got, err)
+	}
+	pub, err := LoadPublic(filepath.Join(dir, PublicFile))
+	if err != nil || !pub.Equal(priv.Public()) {
+		t.Fatalf("LoadPublic after Save = %v, %v; want its public key", pub, err)
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	if err := Save(dir, other, false); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Save over a key without force = %v, want fs.ErrExist", err)
+	}
+	if err := Save(dir, other, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := LoadPrivate(dir); !got.Equal(other) {
+		t.Fatal("Save with force did not replace the key")
+	}
+}
+
 func TestGenerateRefusesOverwrite(t *testing.T) {
 	dir := t.TempDir()
 	first, err := Generate(dir, false)
@@ -68,8 +100,8 @@ func TestGenerateRefusesOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Generate(dir, false)
-	if err == nil || !strings.Contains(err.Error(), "--force") || !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second Generate without force: err = %v, want an fs.ErrExist error naming --force", err)
+	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), filepath.Join(dir, PrivateFile)) {
+		t.Fatalf("second Generate without force: err = %v, want an fs.ErrExist error naming the key file", err)
 	}
 	priv, err := LoadPrivate(dir)
 	if err != nil {
@@ -185,8 +217,8 @@ func TestLoadPrivateRejects(t *testing.T) {
 	})
 	t.Run("missing", func(t *testing.T) {
 		_, err := LoadPrivate(t.TempDir())
-		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "keygen") {
-			t.Fatalf("err = %v, want fs.ErrNotExist naming keygen", err)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), PrivateFile) {
+			t.Fatalf("err = %v, want fs.ErrNotExist naming the key file", err)
 		}
 	})
 }

@@ -21,7 +21,7 @@ import (
 // fixture with --http and bankdoor proxy with --listen.
 var (
 	FixtureServing = regexp.MustCompile(`^bank-server: serving (http://\S+)$`)
-	ProxyServing   = regexp.MustCompile(`^bankdoor proxy: serving agents at (https?://\S+)$`)
+	ProxyServing   = regexp.MustCompile(`^bankdoor: serving agents at (https?://\S+)$`)
 )
 
 // Server is a child process serving MCP over streamable HTTP.

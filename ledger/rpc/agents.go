@@ -109,7 +109,7 @@ func diff(prev, next map[string]ed25519.PublicKey) Change {
 func readAgents(dir string) (map[string]ed25519.PublicKey, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("agents directory: %w; pass --agents DIR naming a directory of agent public keys (*.pem)", err)
+		return nil, fmt.Errorf("agents directory: %w", err)
 	}
 	agents := make(map[string]ed25519.PublicKey)
 	files := make(map[string]string) // key id -> file name

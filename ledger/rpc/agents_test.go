@@ -85,7 +85,7 @@ func TestDirectoryErrors(t *testing.T) {
 		setup func(dir string)
 		want  []string
 	}{
-		{"missing", func(dir string) { os.Remove(dir) }, []string{"agents directory", "--agents DIR"}},
+		{"missing", func(dir string) { os.Remove(dir) }, []string{"agents directory", "no such file"}},
 		{"same key twice", func(dir string) {
 			writePub(t, filepath.Join(dir, "one.pem"), a.Public())
 			writePub(t, filepath.Join(dir, "two.pem"), a.Public())

@@ -205,7 +205,7 @@ func (a *Auth) check(c caller, procedure string) error {
 	case c.name != "":
 		return nil
 	case c.wrong:
-		return connect.NewError(connect.CodeUnauthenticated, errors.New("the bearer token is not accepted by this ledger; use a token from the server's --token-file"))
+		return connect.NewError(connect.CodeUnauthenticated, errors.New("the bearer token is not accepted by this ledger"))
 	}
 	return connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("%s requires authentication; %s", procedureName(procedure), a.how()))
 }
@@ -221,10 +221,10 @@ func isWrite(procedure string) bool {
 func (a *Auth) how() string {
 	var ways []string
 	if len(a.Tokens) > 0 {
-		ways = append(ways, "send \"Authorization: Bearer TOKEN\" with a token from the server's --token-file")
+		ways = append(ways, "send \"Authorization: Bearer TOKEN\" with a token this ledger accepts")
 	}
 	if a.ClientCerts {
-		ways = append(ways, "present a TLS client certificate issued by the server's --client-ca")
+		ways = append(ways, "present a TLS client certificate issued by a CA this ledger trusts")
 	}
 	return strings.Join(ways, ", or ")
 }

@@ -89,7 +89,7 @@ func (s *Service) cosignatureAdded() <-chan struct{} {
 func (s *Service) AddCosignature(ctx context.Context, req *connect.Request[ledgerv1.AddCosignatureRequest]) (*connect.Response[ledgerv1.AddCosignatureResponse], error) {
 	if s.cosign == nil || len(s.cosign.witnesses) == 0 {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(
-			"this ledger accepts no cosignatures; start bankdoor ledger serve with --witness-key VKEY for each witness whose cosignatures are handed back"))
+			"this ledger accepts no cosignatures: it trusts no witness key"))
 	}
 	size, lines := req.Msg.GetTreeSize(), req.Msg.GetCosignature()
 	if err := checkCosignature(lines); err != nil {
@@ -144,7 +144,7 @@ func (s *Service) verifyCosignature(cp, lines []byte) (note.Verifier, []byte, er
 		found, verified = w, got
 	}
 	if found == nil {
-		return nil, nil, fmt.Errorf("cosignature %q has no line by a witness key this ledger was started with (--witness-key); add the witness's key to bankdoor ledger serve", truncate(string(lines), 200))
+		return nil, nil, fmt.Errorf("cosignature %q has no line by a witness key this ledger trusts", truncate(string(lines), 200))
 	}
 	return found, verified, nil
 }

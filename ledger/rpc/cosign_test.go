@@ -205,7 +205,7 @@ func TestAddCosignatureNotConfigured(t *testing.T) {
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := newTestLedger(t, nil, a)
 	c := l.connectJSON()
-	wantCode(t, addCosignature(c, t, 0, w.cosign(t, getCheckpoint(t, c))), connect.CodeFailedPrecondition, "--witness-key")
+	wantCode(t, addCosignature(c, t, 0, w.cosign(t, getCheckpoint(t, c))), connect.CodeFailedPrecondition, "trusts no witness key")
 }
 
 // TestWatchSendsCosigned checks that a watcher gets the checkpoint again

@@ -65,7 +65,7 @@ func TestBadRequests(t *testing.T) {
 		{"append empty receipt", appendRs(next, nil), connect.CodeInvalidArgument, []string{"receipts[1] is empty"}},
 		{"append oversized receipt", appendRs(bytes.Repeat([]byte("x"), receipt.MaxSize+1)), connect.CodeInvalidArgument, []string{"16385 bytes, over the 16384-byte"}},
 		{"append too many", appendRs(small(rpc.MaxAppendReceipts + 1)...), connect.CodeInvalidArgument, []string{"1001 receipts, over the limit of 1000", "split"}},
-		{"append unknown key", appendRs(foreign), connect.CodePermissionDenied, []string{stranger.KeyID, "--agents"}},
+		{"append unknown key", appendRs(foreign), connect.CodePermissionDenied, []string{stranger.KeyID, "not enrolled"}},
 		{"append broken chain", appendRs(skip), connect.CodeFailedPrecondition, []string{"the next is seq 3"}},
 		{"append tampered", appendRs(tampered), connect.CodeInvalidArgument, nil},
 		{"append good then bad", appendRs(next, foreign), connect.CodePermissionDenied, nil},

@@ -244,7 +244,7 @@ func (s *Service) GetEntries(ctx context.Context, req *connect.Request[ledgerv1.
 func (s *Service) GetAgentHead(ctx context.Context, req *connect.Request[ledgerv1.GetAgentHeadRequest]) (*connect.Response[ledgerv1.GetAgentHeadResponse], error) {
 	id := req.Msg.GetKeyId()
 	if !isKeyID(id) {
-		return nil, invalid("key_id %q is not 16 lower-case hex digits; use the key_id of a receipt or of bankdoor keygen", truncate(id, 64))
+		return nil, invalid("key_id %q is not 16 lower-case hex digits, as in receipts", truncate(id, 64))
 	}
 	h, ok, err := s.log.Head(id)
 	if err != nil {

@@ -27,11 +27,11 @@ func (e Embedded) Append(ctx context.Context, receipts [][]byte) error {
 	_, err := e.Log.Append(ctx, receipts)
 	switch {
 	case errors.Is(err, ledger.ErrUnknownKey):
-		return refused(err, "the embedded ledger enrolls only the keys of the proxy's agents (its own key; with --listen, those in $BANKDOOR_HOME/agents); the receipts directory holds receipts of another key")
+		return refused(err, "the embedded ledger enrolls only the keys of the proxy's own agents, and the receipts directory holds receipts of another key")
 	case errors.Is(err, ledger.ErrChain):
-		return refused(err, "the ledger database holds another chain for this key; give --ledger-db a file of its own")
+		return refused(err, "the embedded ledger holds another chain for this key; give these receipts a ledger file of their own")
 	case errors.Is(err, ledger.ErrInvalid):
-		return refused(err, "run bankdoor verify on the receipts directory")
+		return refused(err, "verify the receipts directory: the ledger finds a receipt in it invalid")
 	}
 	return err
 }

@@ -44,11 +44,11 @@ func (d dir) read(seq uint64) ([]byte, error) {
 	}
 	r, err := receipt.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v; run bankdoor verify on %s", errDamaged, name, err, d.path)
+		return nil, fmt.Errorf("%w %s: %v", errDamaged, name, err)
 	}
 	if r.Seq != seq || r.KeyID != d.keyID {
-		return nil, fmt.Errorf("%w %s: it holds seq %d of key_id %s, want seq %d of key_id %s; run bankdoor verify on %s",
-			errDamaged, name, r.Seq, r.KeyID, seq, d.keyID, d.path)
+		return nil, fmt.Errorf("%w %s: it holds seq %d of key_id %s, want seq %d of key_id %s",
+			errDamaged, name, r.Seq, r.KeyID, seq, d.keyID)
 	}
 	return b, nil
 }

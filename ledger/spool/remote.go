@@ -53,7 +53,7 @@ func (r Remote) Append(ctx context.Context, receipts [][]byte) error {
 }
 
 func (r Remote) notLedger() string {
-	return "check that --ledger " + r.URL + " is a bankdoor ledger"
+	return "check that " + r.URL + " is a bankdoor ledger server"
 }
 
 // classify wraps the ledger's refusals with ErrRefused; every other error
@@ -62,13 +62,13 @@ func (r Remote) classify(err error) error {
 	var fix string
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument, connect.CodeOutOfRange:
-		fix = "the ledger finds the receipt invalid; run bankdoor verify on the receipts directory"
+		fix = "the ledger finds the receipt invalid; verify the receipts directory"
 	case connect.CodeFailedPrecondition:
-		fix = "the ledger holds another chain for this key; run bankdoor verify on the receipts directory and compare with the ledger's head"
+		fix = "the ledger holds another chain for this key; verify the receipts directory and compare it with the ledger's head"
 	case connect.CodePermissionDenied:
-		fix = "enroll the agent (its bankdoor.pub.pem in the ledger's --agents directory), then restart the proxy"
+		fix = "the ledger has not enrolled this agent key: enroll the agent's public key with the ledger, then restart the proxy"
 	case connect.CodeUnauthenticated:
-		fix = "the ledger did not accept the bearer token: check the variable named by --ledger-token-env"
+		fix = "the ledger did not accept the bearer token, or none was sent"
 	case connect.CodeUnimplemented:
 		fix = r.notLedger()
 	default:

@@ -302,7 +302,7 @@ func (s *Shipper) checkHead(h Head, last uint64) error {
 	}
 	if receipt.Hash(b) != h.SHA256 {
 		return refused(fmt.Errorf("the ledger's receipt seq %d of key_id %s is not %s in %s", h.Seq, s.cfg.KeyID, name, s.cfg.Dir),
-			"the directory's chain has forked from the ledger's (a directory restored from a copy, or two proxies with one key): keep the ledger's chain and give this proxy a new key (bankdoor keygen --force) and an empty receipts directory")
+			"the directory's chain has forked from the ledger's (a directory restored from a copy, or two proxies with one key): keep the ledger's chain and give this proxy a new agent key and an empty receipts directory")
 	}
 	return nil
 }
@@ -315,7 +315,7 @@ func (s *Shipper) checkGap() error {
 		return nil
 	}
 	return refused(fmt.Errorf("%s is missing from %s, which holds receipts up to seq %d",
-		receipt.FileName(s.next), s.cfg.Dir, s.lastSeen), "restore it; bankdoor verify names every missing receipt")
+		receipt.FileName(s.next), s.cfg.Dir, s.lastSeen), "restore it; verifying the directory names every missing receipt")
 }
 
 // batch reads the next receipts to ship: from next on, up to MaxBatch

@@ -43,7 +43,7 @@ func (g *Gate) checkServer(c *request) (rule, reason string) {
 	if c.server = g.servers[c.Server]; c.server != nil {
 		return "", ""
 	}
-	return "server.unknown", fmt.Sprintf("server %s is not in policy %s (servers: %s); run with --server naming one of them or add it under servers:", quote(c.Server), quote(g.p.ID), list(sortedKeys(g.servers)))
+	return "server.unknown", fmt.Sprintf("server %s is not in policy %s (servers: %s)", quote(c.Server), quote(g.p.ID), list(sortedKeys(g.servers)))
 }
 
 // checkWords is check 3: no run of the name's tokens is a write word.

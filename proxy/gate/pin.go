@@ -10,14 +10,14 @@ func (g *Gate) checkPin(c *request) (rule, reason string) {
 	}
 	pinned := c.tool.tool.SchemaSHA256
 	if pinned == "" && g.p.RequirePins {
-		return "pin.missing", fmt.Sprintf("tool %s has no schema_sha256 in the policy and require_pins is true; review the tool and run bankdoor pin --write to pin it", quote(c.Tool))
+		return "pin.missing", fmt.Sprintf("tool %s has no schema_sha256 in the policy and require_pins is true; review the tool and pin it", quote(c.Tool))
 	}
 	live, ok := c.Live[c.Tool]
 	if !ok {
 		return "pin.unlisted", fmt.Sprintf("tool %s is not in server %s's current tools/list; only a tool the server lists can be called", quote(c.Tool), quote(c.Server))
 	}
 	if pinned != "" && live != pinned {
-		return "pin.mismatch", fmt.Sprintf("tool %s's live definition has schema_sha256 %s…, the policy pins %s…; review the changed definition, then re-pin with bankdoor pin --write", quote(c.Tool), short(live), short(pinned))
+		return "pin.mismatch", fmt.Sprintf("tool %s's live definition has schema_sha256 %s…, the policy pins %s…; review the changed definition, then pin the tool again", quote(c.Tool), short(live), short(pinned))
 	}
 	return "", ""
 }

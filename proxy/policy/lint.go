@@ -14,6 +14,7 @@ type Problem struct {
 	File         string
 	Line, Column int
 	Rule         string // one of the rule ids listed at Lint
+	Server       string // the server the problem is in
 	Message      string
 }
 
@@ -34,10 +35,10 @@ func (p Problem) String() string {
 //     max_length, so it carries any text the gate's size limits allow.
 func Lint(p *Policy) []Problem {
 	var out []Problem
-	add := func(line, col int, rule, format string, args ...any) {
-		out = append(out, Problem{File: p.Path, Line: line, Column: col, Rule: rule, Message: fmt.Sprintf(format, args...)})
-	}
 	for _, s := range p.Servers {
+		add := func(line, col int, rule, format string, args ...any) {
+			out = append(out, Problem{File: p.Path, Line: line, Column: col, Rule: rule, Server: s.Name, Message: fmt.Sprintf(format, args...)})
+		}
 		if len(s.Tools) == 0 {
 			add(s.Line, s.Column, "server.no_tools", "server %q allows no tools, so every call to it is denied; list the tools it may call under tools:, or remove the server", s.Name)
 		}
@@ -57,18 +58,11 @@ func lintTool(p *Policy, s *Server, t *Tool, add func(line, col int, rule, forma
 		add(t.Line, t.Column, "name.write_word", "tool %q of server %q contains the write word %q, so the gate denies it whatever the allowlist says; remove it from the policy", t.Name, s.Name, w)
 	}
 	if p.RequirePins && t.SchemaSHA256 == "" {
-		add(t.Line, t.Column, "pin.missing", "tool %q of server %q has no schema_sha256 and require_pins is true, so the gate denies it; run bankdoor pin --policy %s --server %s --write -- CMD ARGS...", t.Name, s.Name, pathOr(p.Path), s.Name)
+		add(t.Line, t.Column, "pin.missing", "tool %q of server %q has no schema_sha256 and require_pins is true, so the gate denies it until the tool is pinned", t.Name, s.Name)
 	}
 	for _, a := range t.Args {
 		if a.Type == "string" && a.Re == nil && a.Enum == nil && a.MaxLength == nil {
 			add(a.Line, a.Column, "args.unbounded", "string argument %q of tool %q has no pattern, enum or max_length, so it carries any text; add max_length and, where the format is known, a pattern", a.Name, t.Name)
 		}
 	}
-}
-
-func pathOr(path string) string {
-	if path == "" {
-		return "POLICY"
-	}
-	return path
 }

@@ -32,15 +32,23 @@ func TestLint(t *testing.T) {
 		if pr.File != "testdata/lint.yaml" {
 			t.Errorf("problem %v: File %q", pr, pr.File)
 		}
+
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Lint positions mismatch (-want +got):\n%s", diff)
+	}
+	var servers []string
+	for _, pr := range problems {
+		servers = append(servers, pr.Server)
+	}
+	if diff := cmp.Diff([]string{"bank", "bank", "bank", "bank", "empty", "empty2"}, servers); diff != "" {
+		t.Errorf("Lint servers mismatch (-want +got):\n%s", diff)
 	}
 	for i, sub := range []string{
 		`string argument "memo" of tool "get_balances" has no pattern, enum or max_length`,
 		`tool "payBill" of server "bank" contains the write word "pay"`,
 		`tool "borrow_money" of server "bank" contains the write word "borrow"`,
-		`tool "borrow_money" of server "bank" has no schema_sha256 and require_pins is true, so the gate denies it; run bankdoor pin --policy testdata/lint.yaml --server bank --write -- CMD ARGS...`,
+		`tool "borrow_money" of server "bank" has no schema_sha256 and require_pins is true, so the gate denies it until the tool is pinned`,
 		`server "empty" allows no tools`,
 		`server "empty2" allows no tools`,
 	} {

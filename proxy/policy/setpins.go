@@ -60,7 +60,7 @@ func readPolicy(path string) ([]byte, os.FileMode, error) {
 		return nil, 0, fmt.Errorf("policy: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("policy: %s is not a regular file; pass the policy file itself", path)
+		return nil, 0, fmt.Errorf("policy: %s is not a regular file", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {

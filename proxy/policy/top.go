@@ -28,7 +28,7 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		{key: "require_pins", set: func(_, v *yaml.Node) { p.RequirePins, _ = d.boolean(v, `"require_pins"`) }},
 		{key: "never_allow", set: func(_, v *yaml.Node) { p.NeverAllow = d.neverAllow(v) }},
 		{key: "receipts", set: func(_, v *yaml.Node) { p.Receipts = d.receipts(v) }},
-		{key: "servers", need: "servers: with one entry per --server NAME", set: func(_, v *yaml.Node) { p.Servers = d.servers(v) }},
+		{key: "servers", need: "servers: with one entry per bank server", set: func(_, v *yaml.Node) { p.Servers = d.servers(v) }},
 	})
 	return p
 }
@@ -105,13 +105,13 @@ func (d *decoder) servers(n *yaml.Node) map[string]*Server {
 	m := make(map[string]*Server)
 	ok := d.entries(n, `"servers"`, func(k, v *yaml.Node) {
 		if !validName(k.Value, maxServerLen, false) {
-			d.nameError(k, "server", "[A-Za-z0-9_-]", maxServerLen, "it is the --server NAME")
+			d.nameError(k, "server", "[A-Za-z0-9_-]", maxServerLen, "it is the name the proxy is given for the server")
 			return
 		}
 		m[k.Value] = d.server(k, v)
 	})
 	if ok && len(n.Content) == 0 {
-		d.errorf(n, "\"servers\" is empty; add the server that bankdoor proxy --server NAME will name")
+		d.errorf(n, "\"servers\" is empty; add the bank server the proxy relays to")
 	}
 	return m
 }
@@ -175,7 +175,7 @@ func (d *decoder) pin(n *yaml.Node, tool string) string {
 	}
 	s, ok := d.str(n, fmt.Sprintf(`"schema_sha256" of %s`, tool))
 	if ok && !isPin(s) {
-		d.errorf(n, "schema_sha256 %q of %s is not 64 lower-case hex digits; run bankdoor pin to get it, or remove the key", truncate(s), tool)
+		d.errorf(n, "schema_sha256 %q of %s is not 64 lower-case hex digits (the SHA-256 of the tool's definition); pin the tool again, or remove the key", truncate(s), tool)
 	}
 	return s
 }

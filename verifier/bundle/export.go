@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -28,6 +29,15 @@ type Source interface {
 	// in the tree of size size.
 	InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error)
 }
+
+// Errors of Export that a caller may branch on.
+var (
+	// ErrNoReceipts: the log holds no receipt of the key_id.
+	ErrNoReceipts = errors.New("the log holds no receipt of the key")
+	// ErrBrokenChain: the log's entries do not hold the agent's chain
+	// that its head promises; the log is inconsistent.
+	ErrBrokenChain = errors.New("the agent's chain in the log is broken")
+)
 
 // pageSize is how many entries Export asks for at once (the ledger's
 // GetEntries cap, ledger.MaxEntries).
@@ -58,7 +68,7 @@ func Export(ctx context.Context, src Source, keyID string, checkpoint []byte, si
 		return nil, nil, fmt.Errorf("export: get the head of key_id %s: %w", keyID, err)
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("export: the log holds no receipt of key_id %s; check --key-id (the first 16 hex digits of SHA-256 of the agent's public key)", keyID)
+		return nil, nil, fmt.Errorf("export: %w: key_id %s", ErrNoReceipts, keyID)
 	}
 	w := &walker{src: src, keyID: keyID}
 	receipts, head, err := w.chain(ctx, min(start, size-1))
@@ -109,7 +119,7 @@ func (w *walker) chain(ctx context.Context, from uint64) ([][]byte, Head, error)
 			head = Head{Seq: r.Seq, Index: uint64(i)}
 		}
 		if r.Seq != head.Seq-uint64(len(out)) {
-			return nil, Head{}, fmt.Errorf("export: leaf %d holds seq %d of key_id %s where its chain needs seq %d; run bankdoor ledger fsck on the ledger", i, r.Seq, w.keyID, head.Seq-uint64(len(out)))
+			return nil, Head{}, fmt.Errorf("export: %w: leaf %d holds seq %d of key_id %s where its chain needs seq %d", ErrBrokenChain, i, r.Seq, w.keyID, head.Seq-uint64(len(out)))
 		}
 		out = append(out, e)
 		w.indexes = append(w.indexes, uint64(i))
@@ -120,9 +130,9 @@ func (w *walker) chain(ctx context.Context, from uint64) ([][]byte, Head, error)
 		}
 	}
 	if len(w.indexes) == 0 {
-		return nil, Head{}, fmt.Errorf("export: no entry at or below leaf %d holds a receipt of key_id %s, though the ledger gave it as the agent's head; run bankdoor ledger fsck on the ledger", from, w.keyID)
+		return nil, Head{}, fmt.Errorf("export: %w: no entry at or below leaf %d holds a receipt of key_id %s, though the ledger gave it as the agent's head", ErrBrokenChain, from, w.keyID)
 	}
-	return nil, Head{}, fmt.Errorf("export: the chain of key_id %s breaks below leaf %d: no entry holds the receipt its prev %s names; run bankdoor ledger fsck on the ledger", w.keyID, w.indexes[len(w.indexes)-1], want)
+	return nil, Head{}, fmt.Errorf("export: %w: the chain of key_id %s breaks below leaf %d: no entry holds the receipt its prev %s names", ErrBrokenChain, w.keyID, w.indexes[len(w.indexes)-1], want)
 }
 
 // match reports whether e is the agent's receipt wanted next: any of its

@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +43,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(b, got); diff != "" {
 		t.Errorf("Read(Write(b)) differs (-want +got):\n%s", diff)
 	}
-	if err := Write(dir, b, files); err == nil || !strings.Contains(err.Error(), "exists and is not empty") {
+	if err := Write(dir, b, files); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "is not empty") {
 		t.Errorf("second Write to %s: %v; want a refusal", dir, err)
 	}
 	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".b.tmp-*"))

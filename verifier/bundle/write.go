@@ -19,7 +19,8 @@ import (
 // Write writes b and the agent's receipt files (receipts[i] is seq i+1)
 // as the bundle directory dir, atomically: into a new directory beside
 // dir, synced, then renamed to dir. It refuses a dir that exists and is
-// not empty, and leaves nothing behind when it fails.
+// not empty (an error wrapping fs.ErrExist), and leaves nothing behind
+// when it fails.
 func Write(dir string, b *Bundle, receipts [][]byte) (err error) {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("bundle: %w", err)
@@ -43,7 +44,7 @@ func Write(dir string, b *Bundle, receipts [][]byte) (err error) {
 		return err
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("bundle: --out %s: %w", dir, err) // not empty after all
+		return fmt.Errorf("bundle: %s: %w", dir, err) // not empty after all
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("bundle: rename %s to %s: %w", tmp, dir, err)
@@ -60,9 +61,9 @@ func checkTarget(dir string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("bundle: --out %s: %w", dir, err)
+		return fmt.Errorf("bundle: %s: %w", dir, err)
 	case len(entries) > 0:
-		return fmt.Errorf("bundle: --out %s exists and is not empty; give a new directory", dir)
+		return fmt.Errorf("bundle: %s is not empty: %w", dir, fs.ErrExist)
 	}
 	return nil
 }

@@ -11,6 +11,10 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
+// ErrLocked is wrapped by OpenBolt's error when another process has the
+// file open.
+var ErrLocked = errors.New("another process holds the ledger file")
+
 // Bucket names of the bbolt backend, one per keyspace.
 var (
 	bucketEntries = []byte("entries")
@@ -54,7 +58,7 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open ledger %s: another process holds it (a running bankdoor ledger serve or proxy?); stop it or use another --db: %w", path, err)
+		return nil, fmt.Errorf("open ledger %s: %w (a ledger server or a proxy?): %w", path, ErrLocked, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)

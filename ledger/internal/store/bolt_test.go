@@ -51,7 +51,7 @@ func TestBoltLocked(t *testing.T) {
 	defer s.Close()
 	for _, ro := range []bool{false, true} {
 		_, err := OpenBolt(path, ro)
-		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another process holds it") {
+		if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
 			t.Errorf("second open (read-only %v) = %v; want an error naming %s and the lock", ro, err, path)
 		}
 	}
