@@ -30,8 +30,8 @@ DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 (HTTP on 127.0.0.1 only); fresh keys in a temporary directory. Run it from the module
 root (go run ./cmd/bankdoor report): without --fixture it builds
 ./fixtures/bank-server with the go command into the working directory,
-and (except with --quick) the omniwitness that go.mod pins as a tool,
-from the module cache; if that fails, anchoring is "not measured".
+and (except with --quick) the omniwitness that tools/go.mod pins as a
+tool; if that fails, anchoring is "not measured".
 Exit status 1 if any claim failed.`
 
 // reportFlags are the flags of bankdoor report.
@@ -161,7 +161,7 @@ func reportWitness(ctx context.Context, e *env, f reportFlags, root, work string
 	case root == "":
 		return report.Witness{Skipped: "no --witness given and not run inside the bankdoor module, so omniwitness cannot be built"}
 	}
-	fmt.Fprintf(e.stderr, "report: building %s (offline, from the module cache)\n", omniwitness.Pkg)
+	fmt.Fprintf(e.stderr, "report: building %s with the tools module (tools/go.mod)\n", omniwitness.Pkg)
 	bin := filepath.Join(work, "omniwitness")
 	if err := omniwitness.Build(ctx, root, bin); err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
