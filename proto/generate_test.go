@@ -3,10 +3,11 @@
 // files break buf's STANDARD lint rules or when the committed generated code
 // is not what buf.gen.yaml produces from them today: regenerate with
 //
-//	go tool buf generate
+//	go tool -modfile=tools/go.mod buf generate
 //
-// from the module root and commit the result. buf and the plugins are go.mod
-// tools, so the check needs no network beyond the module proxy.
+// from the module root and commit the result. buf and the plugins are tools
+// of the tools module (tools/go.mod), which the go command builds, fetching
+// what the module cache lacks from the module proxy.
 package proto_test
 
 import (
@@ -31,9 +32,9 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		g, ok := got[name]
 		switch {
 		case !ok:
-			t.Errorf("proto/gen/%s is missing: run `go tool buf generate` and commit it", name)
+			t.Errorf("proto/gen/%s is missing: run `go tool -modfile=tools/go.mod buf generate` and commit it", name)
 		case !bytes.Equal(g, w):
-			t.Errorf("proto/gen/%s differs from what buf generates: run `go tool buf generate` and commit it", name)
+			t.Errorf("proto/gen/%s differs from what buf generates: run `go tool -modfile=tools/go.mod buf generate` and commit it", name)
 		}
 	}
 	for name := range got {
@@ -43,13 +44,13 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 }
 
-// buf runs `go tool buf ARGS...` in the module root.
+// buf runs `go tool -modfile=tools/go.mod buf ARGS...` in the module root.
 func buf(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"tool", "buf"}, args...)...)
+	cmd := exec.Command("go", append([]string{"tool", "-modfile=tools/go.mod", "buf"}, args...)...)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go tool buf %v: %v\n%s", args, err, out)
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
 	}
 }
 

@@ -47,7 +47,7 @@ DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 Run it from the module root (go run ./cmd/bankdoor-report): without
 --bankdoor and --fixture it builds ./cmd/bankdoor and ./fixtures/bank-server
 with the go command into the working directory, and (except with --quick)
-the omniwitness that go.mod pins as a tool, from the module cache; if that
+the omniwitness that tools/go.mod pins as a tool; if that
 fails, anchoring is "not measured".
 
 Flags:
@@ -273,7 +273,7 @@ func witness(ctx context.Context, stderr io.Writer, o options, root, work string
 	case root == "":
 		return report.Witness{Skipped: "no --witness given and not run inside the bankdoor module, so omniwitness cannot be built"}
 	}
-	fmt.Fprintf(stderr, "report: building %s (offline, from the module cache)\n", omniwitness.Pkg)
+	fmt.Fprintf(stderr, "report: building %s (the tools module's version)\n", omniwitness.Pkg)
 	bin := filepath.Join(work, "omniwitness")
 	if err := omniwitness.Build(ctx, root, bin); err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")

@@ -2,7 +2,7 @@ package main_test
 
 // End-to-end anchoring: the built bankdoor binary, a real bbolt ledger and
 // the real omniwitness (github.com/transparency-dev/witness, the version
-// go.mod pins), started by anchor/anchortest.
+// tools/go.mod pins), started by anchor/anchortest.
 
 import (
 	"context"

@@ -1,16 +1,18 @@
 // Package omniwitness builds and runs the real third-party witness,
-// github.com/transparency-dev/witness/cmd/omniwitness, at the version this
-// module's go.mod pins with its tool directive (Version,
-// v0.0.0-20260720115447-2e1c6971d19e). The anchor's interop tests, the
-// end-to-end tests of bankdoor anchor and export, and the anchoring
-// figures of cmd/bankdoor-report all run this one witness, so a
+// github.com/transparency-dev/witness/cmd/omniwitness, at the version the
+// tools module (tools/go.mod, bankdoor's build tools) pins with its tool
+// directive (Version, v0.0.0-20260720115447-2e1c6971d19e). The anchor's
+// interop tests, the end-to-end tests of bankdoor anchor and export, and
+// the anchoring figures of cmd/bankdoor-report all run this one witness, so a
 // cosignature they accept is one that witness really made (C2SP
 // tlog-witness and tlog-cosignature).
 //
-// Build compiles the witness from the module cache, offline (GOPROXY=off)
-// and without cgo (its SQLite is modernc.org/sqlite, pure Go). Start runs
-// a built binary on 127.0.0.1, on a port that was free, with a new witness
-// key and one log to witness, all in a directory of its own:
+// Build compiles the witness with the tools module, downloading what the
+// module cache lacks through the go command's usual GOPROXY, and without
+// cgo (its SQLite is modernc.org/sqlite, pure Go). Start runs a built
+// binary on 127.0.0.1, on a port the kernel picks (found as package
+// proclisten says, so Start works on Linux only), with a new witness key
+// and one log to witness, all in a directory of its own:
 //
 //	DIR/witness.key  the witness's note signer key, PRIVATE+KEY+NAME+HASH+DATA
 //	DIR/logs.yaml    the log, as omniwitness --additional_logs reads it:
@@ -30,7 +32,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,49 +39,82 @@ import (
 
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/proclisten"
 )
 
-// Pkg is the witness's main package, named in go.mod's tool directive.
+// Pkg is the witness's main package, named in tools/go.mod's tool
+// directive.
 const Pkg = "github.com/transparency-dev/witness/cmd/omniwitness"
 
-// Version is the version of Pkg's module that go.mod requires; a test
-// holds the two equal.
+// Version is the version of Pkg's module that tools/go.mod requires; a
+// test holds the two equal.
 const Version = "v0.0.0-20260720115447-2e1c6971d19e"
+
+// ToolsModFile is the tools module's go.mod, relative to the root of the
+// bankdoor module.
+const ToolsModFile = "tools/go.mod"
 
 // listenTimeout bounds how long Start waits for the witness to listen.
 const listenTimeout = 20 * time.Second
 
-// Build compiles Pkg into the file out, with the go command run in
-// moduleDir (a directory of this module; "" is the current directory).
-// The build is offline: it uses the module cache or fails, saying so.
+// Build compiles Pkg into the file out, as
+//
+//	go build -modfile=ROOT/tools/go.mod -o OUT PKG
+//
+// run in ROOT, the root of the bankdoor module that holds moduleDir (""
+// is the current directory). The go command downloads the modules the
+// module cache lacks, as any build does.
 func Build(ctx context.Context, moduleDir, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, Pkg)
-	cmd.Dir = moduleDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOPROXY=off")
+	root, err := moduleRoot(ctx, moduleDir)
+	if err != nil {
+		return err
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-modfile="+filepath.Join(root, ToolsModFile), "-o", out, Pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s (offline, from the module cache; run go mod download to fill it): %v: %s",
-			Pkg, err, bytes.TrimSpace(msg))
+		return fmt.Errorf("%s: %v: %s", cmd, err, bytes.TrimSpace(msg))
 	}
 	return nil
 }
 
+// moduleRoot returns the root directory of the module that holds dir,
+// as the go command finds it.
+func moduleRoot(ctx context.Context, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
+	cmd.Dir = dir
+	gomod, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", cmd, err)
+	}
+	path := string(bytes.TrimSpace(gomod))
+	if path == "" || path == os.DevNull {
+		return "", fmt.Errorf("building %s: %q is not inside the bankdoor module, whose %s pins it", Pkg, dir, ToolsModFile)
+	}
+	return filepath.Dir(path), nil
+}
+
 // Witness is a running omniwitness.
 type Witness struct {
-	URL  string // http://127.0.0.1:PORT
-	Name string // its key name
-	VKey string // its cosignature/v1 verifier key
-	cmd  *exec.Cmd
-	out  string // DIR/output.log
+	URL    string // http://127.0.0.1:PORT
+	Name   string // its key name
+	VKey   string // its cosignature/v1 verifier key
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has exited
+	out    string        // DIR/output.log
 }
 
 // Start runs the omniwitness binary bin with a new key named name, its
 // files in dir (which must exist), witnessing the log whose note verifier
-// key is logVKey. It returns once the witness accepts connections; Stop
-// ends it.
+// key is logVKey. It returns once the witness listens (on a port of
+// 127.0.0.1 the kernel picked); Stop ends it.
 func Start(bin, dir, name, logVKey string) (*Witness, error) {
-	w := &Witness{Name: name, out: filepath.Join(dir, "output.log")}
-	addr, err := w.configure(dir, logVKey)
-	if err != nil {
+	w := &Witness{Name: name, out: filepath.Join(dir, "output.log"), exited: make(chan struct{})}
+	if err := w.configure(dir, logVKey); err != nil {
 		return nil, err
 	}
 	out, err := os.Create(w.out)
@@ -88,9 +122,8 @@ func Start(bin, dir, name, logVKey string) (*Witness, error) {
 		return nil, err
 	}
 	defer out.Close() // the child has its own copy of the descriptor
-	w.URL = "http://" + addr
 	w.cmd = exec.Command(bin,
-		"--listen", addr,
+		"--listen", "127.0.0.1:0",
 		"--metrics_listen", "", // no metrics server
 		"--private_key_path", filepath.Join(dir, "witness.key"),
 		"--additional_logs", filepath.Join(dir, "logs.yaml"),
@@ -99,30 +132,33 @@ func Start(bin, dir, name, logVKey string) (*Witness, error) {
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting omniwitness %s: %w", bin, err)
 	}
-	if err := waitListening(addr); err != nil {
+	go func() {
+		_ = w.cmd.Wait()
+		close(w.exited)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+	defer cancel()
+	addr, err := proclisten.Addr(ctx, w.cmd.Process.Pid, w.exited)
+	if err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("omniwitness: %w; its output:\n%s", err, w.Output())
 	}
+	w.URL = "http://" + addr.String()
 	return w, nil
 }
 
-// configure writes the witness's key and its log list into dir, and
-// returns the address it is to listen on.
-func (w *Witness) configure(dir, logVKey string) (string, error) {
+// configure writes the witness's key and its log list into dir.
+func (w *Witness) configure(dir, logVKey string) error {
 	skey, vkey, err := note.GenerateKey(rand.Reader, w.Name)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if w.VKey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
-		return "", err
+		return err
 	}
 	origin, _, _ := bytes.Cut([]byte(logVKey), []byte("+"))
 	logs := fmt.Sprintf("Logs:\n  - Origin: %q\n    PublicKey: %q\n", origin, logVKey)
-	addr, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	return addr, errors.Join(
+	return errors.Join(
 		os.WriteFile(filepath.Join(dir, "witness.key"), []byte(skey), 0o600),
 		os.WriteFile(filepath.Join(dir, "logs.yaml"), []byte(logs), 0o600))
 }
@@ -130,7 +166,7 @@ func (w *Witness) configure(dir, logVKey string) (string, error) {
 // Stop kills the witness and waits for it to exit.
 func (w *Witness) Stop() {
 	_ = w.cmd.Process.Kill()
-	_ = w.cmd.Wait()
+	<-w.exited
 }
 
 // Output returns what the witness has written to stdout and stderr so far.
@@ -140,28 +176,4 @@ func (w *Witness) Output() string {
 		return fmt.Sprintf("(reading %s: %v)", w.out, err)
 	}
 	return string(b)
-}
-
-// freeAddr returns a 127.0.0.1 address with a port that was free just now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// waitListening dials addr until it answers or listenTimeout passes.
-func waitListening(addr string) error {
-	deadline := time.Now().Add(listenTimeout)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("not listening on %s within %v", addr, listenTimeout)
 }

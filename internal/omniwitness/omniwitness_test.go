@@ -14,14 +14,15 @@ import (
 	"github.com/bankdoor/bankdoor/internal/omniwitness"
 )
 
-// TestVersionIsGoMod: Version and Pkg say what go.mod pins, so the
-// package doc does not drift from the witness really built.
-func TestVersionIsGoMod(t *testing.T) {
-	data, err := os.ReadFile("../../go.mod")
+// TestVersionIsToolsGoMod: Version and Pkg say what tools/go.mod pins,
+// so the package doc does not drift from the witness really built.
+func TestVersionIsToolsGoMod(t *testing.T) {
+	path := filepath.Join("..", "..", filepath.FromSlash(omniwitness.ToolsModFile))
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := modfile.Parse("go.mod", data, nil)
+	f, err := modfile.Parse(path, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,14 +33,14 @@ func TestVersionIsGoMod(t *testing.T) {
 		}
 	}
 	if version != omniwitness.Version {
-		t.Errorf("go.mod requires the witness module at %q, Version is %q: update Version and the package doc", version, omniwitness.Version)
+		t.Errorf("%s requires the witness module at %q, Version is %q: update Version and the package doc", path, version, omniwitness.Version)
 	}
 	tool := false
 	for _, tl := range f.Tool {
 		tool = tool || tl.Path == omniwitness.Pkg
 	}
 	if !tool {
-		t.Errorf("go.mod has no tool directive for %s", omniwitness.Pkg)
+		t.Errorf("%s has no tool directive for %s", path, omniwitness.Pkg)
 	}
 }
 
@@ -50,8 +51,14 @@ func TestBuildAndStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs omniwitness; skipped in -short mode")
 	}
-	bin := filepath.Join(t.TempDir(), "omniwitness")
-	if err := omniwitness.Build(t.Context(), "", bin); err != nil {
+	// A relative output path and a module directory below the root, as
+	// the interop tests of other packages build it.
+	moduleDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := omniwitness.Build(t.Context(), moduleDir, "omniwitness"); err != nil {
 		t.Fatal(err)
 	}
 	_, logVKey, err := note.GenerateKey(rand.Reader, "omniwitness.test/log")
@@ -59,6 +66,10 @@ func TestBuildAndStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	bin, err := filepath.Abs("omniwitness")
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := omniwitness.Start(bin, dir, "witness.test", logVKey)
 	if err != nil {
 		t.Fatal(err)
@@ -93,5 +104,14 @@ func TestStartNamesMissingBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "no-such-omniwitness")
 	if _, err := omniwitness.Start(bin, t.TempDir(), "witness.test", logVKey); err == nil || !strings.Contains(err.Error(), bin) {
 		t.Errorf("Start with a missing binary = %v, want an error naming %s", err, bin)
+	}
+}
+
+// TestBuildOutsideTheModule: Build from a directory outside any module
+// says that it needs the bankdoor module, before running go build.
+func TestBuildOutsideTheModule(t *testing.T) {
+	err := omniwitness.Build(t.Context(), t.TempDir(), filepath.Join(t.TempDir(), "omniwitness"))
+	if err == nil || !strings.Contains(err.Error(), "not inside the bankdoor module") {
+		t.Errorf("Build outside a module = %v, want an error saying it needs the bankdoor module", err)
 	}
 }

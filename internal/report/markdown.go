@@ -179,7 +179,7 @@ func ReadmeBlock(readme string, r *Report) (string, error) {
 	claimsTable(&b, r.Claims, "reports/bankdoor.md")
 	b.WriteString("Regenerate with `go run ./cmd/bankdoor-report` from the module root: nothing leaves the machine (the HTTP\n" +
 		"cases use 127.0.0.1), fresh keys in a temporary directory; it builds bankdoor, the fixture bank and the omniwitness\n" +
-		"with the go command from the module cache, and rewrites this block. `--quick` is the CI size (seconds), `--full` grows the ledger to 1,000,000 leaves.\n\n")
+		"with the go command, and rewrites this block. `--quick` is the CI size (seconds), `--full` grows the ledger to 1,000,000 leaves.\n\n")
 	return readme[:i] + b.String() + readme[j:], nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // pinEdit returns the text edit that sets the pin of the tool whose key

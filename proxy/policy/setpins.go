@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // SetPins sets schema_sha256 of tools of server in the policy file at path
