@@ -278,11 +278,16 @@ func TestCloseFinishesInFlight(t *testing.T) {
 		index   uint64
 	}
 	results := make([][]done, agents)
-	var wg sync.WaitGroup
+	// Close once every agent has had some receipts acknowledged, so that
+	// it comes while all of them are appending (each has 200 to send).
+	var wg, going sync.WaitGroup
+	going.Add(agents)
 	for w, a := range as {
 		chain := a.Chain(t, 200)
 		wg.Go(func() {
-			for _, r := range chain {
+			var once sync.Once
+			defer once.Do(going.Done)
+			for i, r := range chain {
 				idx, err := tl.Append(context.Background(), [][]byte{r})
 				if errors.Is(err, ErrClosed) {
 					return
@@ -292,10 +297,13 @@ func TestCloseFinishesInFlight(t *testing.T) {
 					return
 				}
 				results[w] = append(results[w], done{r, idx[0]})
+				if i == 4 {
+					once.Do(going.Done)
+				}
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	going.Wait()
 	if err := tl.Close(); err != nil {
 		t.Fatal(err)
 	}
