@@ -142,11 +142,14 @@ func TestLedgerServeWitnessRollback(t *testing.T) {
 // rollback.
 func TestAnchorCommand(t *testing.T) {
 	w, wit, policy := newAnchorWorld(t)
-	addr := freeAddr(t)
+	// The anchor is given the front's address; the ledger behind it
+	// listens on a port of its own, a new one when it is recreated.
+	ledger := newFront(t)
 	a := newChainAgent(t, w)
 	rs := a.receipts(t, 9)
-	srv := w.serve("--addr", addr, "--witness-key", wit.VKey)
-	anc := startProcess(t, "anchor", "--ledger", srv.url, "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
+	srv := w.serve("--witness-key", wit.VKey)
+	ledger.up(t, srv.url)
+	anc := startProcess(t, "anchor", "--ledger", ledger.url(), "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
 	both := func() string { return srv.output() + anc.output() }
 	for _, end := range []int{1, 5, 9} {
 		if _, err := srv.jsonClient().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
@@ -154,11 +157,13 @@ func TestAnchorCommand(t *testing.T) {
 		}
 		waitCosigned(t, srv.client(), policy, uint64(end), both)
 	}
+	ledger.down()
 	srv.stop(syscall.SIGTERM)
 	if err := os.Remove(w.db); err != nil {
 		t.Fatal(err)
 	}
-	again := w.serve("--addr", addr, "--witness-key", wit.VKey)
+	again := w.serve("--witness-key", wit.VKey)
+	ledger.up(t, again.url)
 	if _, err := again.client().Append(t.Context(), appendRequest(rs[:2]...)); err != nil {
 		t.Fatal(err)
 	}

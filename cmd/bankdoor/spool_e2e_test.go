@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -275,17 +274,6 @@ type syncBuf struct {
 func (s *syncBuf) write(str string) { s.mu.Lock(); s.b.WriteString(str); s.mu.Unlock() }
 func (s *syncBuf) String() string   { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// freeAddr returns a loopback address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // waitHead waits until the ledger's head for keyID is seq.
 func waitHead(t *testing.T, c ledgerv1connect.LedgerServiceClient, keyID string, seq uint64, stderr func() string) {
 	t.Helper()
@@ -306,8 +294,10 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/ledger"
 	logKey, vkey := w.ledgerKey(origin)
-	addr := freeAddr(t)
-	url := "http://" + addr
+	// The proxy is given the front's address; the ledger behind it
+	// listens on a port of its own, a new one after its restart.
+	ledger := newFront(t)
+	url := ledger.url()
 
 	// The ledger is down: denials still come back, with receipts.
 	p := w.proxy(w.fixture())
@@ -319,20 +309,18 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 
 	// The ledger comes up; the spool drains into it.
 	db := filepath.Join(t.TempDir(), "remote.db")
-	got, stop := w.startLedger(db, logKey, origin, addr)
-	if got != url {
-		t.Fatalf("ledger listens on %s, want %s", got, url)
-	}
+	got, stop := w.startLedger(db, logKey, origin, "")
+	ledger.up(t, got)
 	client := ledgerv1connect.NewLedgerServiceClient(http.DefaultClient, url)
 	waitHead(t, client, w.keyID(), 3, s.Stderr)
 
 	// The ledger restarts: denials go on meanwhile, and reach it after.
+	ledger.down()
 	stop()
 	deny(t, s, 4)
 	deny(t, s, 5)
-	if got, _ := w.startLedger(db, logKey, origin, addr); got != url {
-		t.Fatalf("restarted ledger listens on %s, want %s", got, url)
-	}
+	got, _ = w.startLedger(db, logKey, origin, "")
+	ledger.up(t, got)
 	waitHead(t, client, w.keyID(), 5, s.Stderr)
 	deny(t, s, 6)
 	if err := s.Close(); err != nil {
@@ -359,7 +347,7 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", otherVkey); code != 1 || !strings.Contains(out, "does not verify with the log key") {
 		t.Errorf("bankdoor verify --ledger with another log key: exit %d, want 1\n%s", code, out)
 	}
-	code, out = w.verify(w.receipts, "--ledger", "http://"+freeAddr(t), "--log-key", vkey)
+	code, out = w.verify(w.receipts, "--ledger", newFront(t).url(), "--log-key", vkey)
 	if code != 1 || !strings.Contains(out, "ok: 6 receipts, seq 1..6") || !strings.Contains(out, "get the ledger's checkpoint") {
 		t.Errorf("bankdoor verify against a ledger that is down: exit %d, want 1 after the offline checks\n%s", code, out)
 	}
