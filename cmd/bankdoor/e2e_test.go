@@ -24,8 +24,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/bankdoor/bankdoor/anchor/anchortest"
+	bankdoor "github.com/bankdoor/bankdoor/cmd/bankdoor"
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -36,9 +38,19 @@ type bins struct{ bankdoor, bankServer string }
 
 var built bins
 
+// TestMain runs the test binary as bankdoor when a testscript script calls
+// bankdoor (see script_test.go); otherwise it builds the binaries and runs
+// the tests.
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	testscript.Main(buildFirst{m}, map[string]func(){
+		"bankdoor": func() { os.Exit(bankdoor.Main()) },
+	})
 }
+
+// buildFirst builds the binaries under test before running the tests.
+type buildFirst struct{ m *testing.M }
+
+func (b buildFirst) Run() int { return runMain(b.m) }
 
 func runMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "bankdoor-e2e-")
