@@ -18,6 +18,7 @@ import (
 )
 
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	// A directory with the fixture alone: the built bankdoor beside it
 	// must not shadow the test binary's.
 	bin := t.TempDir()

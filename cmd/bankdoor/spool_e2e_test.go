@@ -71,6 +71,7 @@ func (w *world) keyID() string {
 }
 
 func TestE2EEmbeddedLedger(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	s := start(t, w.proxy(w.fixture()).Command(), nil)
 	for seq := range uint64(3) {
@@ -117,6 +118,7 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 // final attempt; the next proxy started on the directory ships what is
 // left, and nothing twice.
 func TestE2EEmbeddedLedgerAfterKill(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	cmd := w.proxy(w.fixture()).Command()
 	s, err := mcptest.Start(testContext(t, time.Minute), cmd, nil)
@@ -291,6 +293,7 @@ func waitHead(t *testing.T, c ledgerv1connect.LedgerServiceClient, keyID string,
 }
 
 func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/ledger"
 	logKey, vkey := w.ledgerKey(origin)
@@ -374,6 +377,7 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 // TestE2ERemoteLedgerRefusal: a ledger that does not enroll the agent
 // refuses its receipts; the proxy says so once, and denials go on.
 func TestE2ERemoteLedgerRefusal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/refusing"
 	logKey, _ := w.ledgerKey(origin)
@@ -397,6 +401,7 @@ func TestE2ERemoteLedgerRefusal(t *testing.T) {
 // TestE2ERemoteLedgerTLSAndToken: a ledger served over TLS with a
 // private CA, that wants a bearer token for every call.
 func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/tls"
 	logKey, vkey := w.ledgerKey(origin)
