@@ -13,6 +13,7 @@ import (
 )
 
 func TestKeyFiles(t *testing.T) {
+	t.Parallel()
 	skey, vkey, err := GenerateKey("bank.example/ledger")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestKeyFiles(t *testing.T) {
 }
 
 func TestLoadSignerRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	skey, _, _ := GenerateKey("o")
 	write := func(name, text string, mode os.FileMode) string {
@@ -103,6 +105,7 @@ func TestLoadSignerRefuses(t *testing.T) {
 
 // TestOpenRefuses checks the options and file checks of Open.
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	s, _ := testKeys(t)
 	agents := &agentchain.Keys{}
 	otherSkey, _, _ := GenerateKey("other.example/log")
