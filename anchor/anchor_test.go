@@ -152,9 +152,10 @@ func TestRunRetriesOnlyTransientFailures(t *testing.T) {
 	waitFor(t, "3 tries of the unavailable witness", func() bool { return down.requests.Load() >= 3 })
 	down.fail.Store(0)
 	waitFor(t, "the recovered witness's cosignature", func() bool { size, _, _ := u.store.Latest("down.test"); return size == 3 })
-	time.Sleep(50 * time.Millisecond) // ten retry intervals
-	// Two wake-ups with no new checkpoint: the second is received only
-	// after the round of the first is over.
+	// Each try of the unavailable witness was a round in which the
+	// refusing one could have been asked again. Two wake-ups with no new
+	// checkpoint: the second is received only after the round of the first
+	// is over, and so after every retry round before it.
 	checkpoints <- nil
 	checkpoints <- nil
 	if n := refusing.requests.Load(); n != 1 {

@@ -48,6 +48,7 @@ func hexHash(b []byte) string {
 }
 
 func TestAppendRefusals(t *testing.T) {
+	t.Parallel()
 	a, stranger := newAgent(1), newAgent(99)
 	tl := openTestLog(t, 0, a)
 	first := a.Chain(t, 2) // stored below: seq 1, 2
@@ -120,6 +121,7 @@ func newAgentEnrolled(tl *testLog, n int) *agent {
 }
 
 func TestAppendReplay(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	rs := a.Chain(t, 3)
@@ -153,6 +155,7 @@ func slicesIndex(s [][]byte, b []byte) int {
 }
 
 func TestAppendLimits(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 4, a)
 	if _, err := tl.Append(context.Background(), a.Chain(t, 5)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limit of 4") {
@@ -176,6 +179,7 @@ func TestAppendLimits(t *testing.T) {
 // TestBadRequestSparesItsBatch commits three requests in one group: the
 // bad one in the middle is refused, the others are stored.
 func TestBadRequestSparesItsBatch(t *testing.T) {
+	t.Parallel()
 	a, b := newAgent(1), newAgent(2)
 	tl := openTestLog(t, 0, a, b)
 	mk := func(rs ...[]byte) *request {
@@ -220,6 +224,7 @@ func equalUints(a, b []uint64) bool {
 // TestConcurrentAppends has several agents append their chains at once,
 // each also resending some receipts.
 func TestConcurrentAppends(t *testing.T) {
+	t.Parallel()
 	const agents, perAgent = 8, 60
 	var as []*agent
 	for i := range agents {
@@ -267,6 +272,7 @@ func TestConcurrentAppends(t *testing.T) {
 // Append either succeeds, and its receipts are there after reopening, or
 // fails with ErrClosed and stored nothing of its own.
 func TestCloseFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	const agents = 6
 	var as []*agent
 	for i := range agents {
@@ -278,11 +284,16 @@ func TestCloseFinishesInFlight(t *testing.T) {
 		index   uint64
 	}
 	results := make([][]done, agents)
-	var wg sync.WaitGroup
+	// Close once every agent has had some receipts acknowledged, so that
+	// it comes while all of them are appending (each has 200 to send).
+	var wg, going sync.WaitGroup
+	going.Add(agents)
 	for w, a := range as {
 		chain := a.Chain(t, 200)
 		wg.Go(func() {
-			for _, r := range chain {
+			var once sync.Once
+			defer once.Do(going.Done)
+			for i, r := range chain {
 				idx, err := tl.Append(context.Background(), [][]byte{r})
 				if errors.Is(err, ErrClosed) {
 					return
@@ -292,10 +303,13 @@ func TestCloseFinishesInFlight(t *testing.T) {
 					return
 				}
 				results[w] = append(results[w], done{r, idx[0]})
+				if i == 4 {
+					once.Do(going.Done)
+				}
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	going.Wait()
 	if err := tl.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +333,7 @@ func TestCloseFinishesInFlight(t *testing.T) {
 // TestLargeRequestNamesFirstBad: the receipts of a large request are
 // checked on all CPUs; the error still names the first bad one.
 func TestLargeRequestNamesFirstBad(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	rs := a.Chain(t, 3*parallelFrom)

@@ -16,6 +16,7 @@ import (
 var _ anchor.CosignatureStore = (*CosignatureStore)(nil)
 
 func TestCosignatureStoreContract(t *testing.T) {
+	t.Parallel()
 	anchortest.TestCosignatureStore(t, func(t *testing.T) anchor.CosignatureStore {
 		return openTestLog(t, 0).CosignatureStore()
 	})
@@ -24,6 +25,7 @@ func TestCosignatureStoreContract(t *testing.T) {
 // TestCosignatureStoreSurvivesReopen checks that what Put stored is in
 // the file: a closed and reopened log still has it.
 func TestCosignatureStoreSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	tl := openTestLog(t, 0)
 	lines := []byte("— witness.example c2lnbmF0dXJl\n")
 	if err := tl.CosignatureStore().Put("witness.example", 0, lines); err != nil {
@@ -47,6 +49,7 @@ func TestCosignatureStoreSurvivesReopen(t *testing.T) {
 // TestCheckpointAt checks that the checkpoint of an earlier size is the
 // note the log served at that size, byte for byte.
 func TestCheckpointAt(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	served := [][]byte{tl.Checkpoint()}
@@ -68,6 +71,7 @@ func TestCheckpointAt(t *testing.T) {
 // TestCosignatureAddedWakes checks that a stored cosignature closes the
 // channel CosignatureAdded returned before it.
 func TestCosignatureAddedWakes(t *testing.T) {
+	t.Parallel()
 	tl := openTestLog(t, 0)
 	ch := tl.CosignatureAdded()
 	if err := tl.CosignatureStore().Put("w", 0, []byte("— w c2ln\n")); err != nil {
@@ -84,6 +88,7 @@ func TestCosignatureAddedWakes(t *testing.T) {
 // cosignature buckets: Open adds them and writes version 2, keeping the
 // log; Fsck reads both.
 func TestOpenUpgradesVersion1(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	tl.mustAppend(t, a.Chain(t, 4)...)

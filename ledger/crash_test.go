@@ -19,6 +19,7 @@ const crashEnv = "BANKDOOR_LEDGER_CRASH_CHILD"
 // appending and checks that every receipt whose Append had returned is in
 // the log after reopening, and that Fsck finds the file consistent.
 func TestCrashKeepsAcknowledged(t *testing.T) {
+	t.Parallel()
 	if path := os.Getenv(crashEnv); path != "" {
 		crashChild(t, path)
 		return

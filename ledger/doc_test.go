@@ -46,6 +46,7 @@ func wantInDoc(t *testing.T, doc, s string) {
 // TestDocExample keeps the package documentation's worked example true:
 // its hashes, checkpoint note, verifier key and storage indexes.
 func TestDocExample(t *testing.T) {
+	t.Parallel()
 	doc := packageDoc(t)
 	la, lb := hasher.HashLeaf([]byte("a")), hasher.HashLeaf([]byte("b"))
 	root := hasher.HashChildren(la, lb)

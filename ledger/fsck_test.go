@@ -34,6 +34,7 @@ func get(tx *bolt.Tx, bucket string, k []byte) []byte {
 }
 
 func TestFsckFindsCorruption(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	rs := a.Chain(t, 20)
@@ -112,6 +113,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 // TestOpenRefusesMismatchedTree: a stored node on the right edge that
 // does not match the checkpoint stops Open.
 func TestOpenRefusesMismatchedTree(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	tl.mustAppend(t, a.Chain(t, 20)...)
@@ -130,6 +132,7 @@ func TestOpenRefusesMismatchedTree(t *testing.T) {
 }
 
 func TestFsckHeldOrMissing(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	if _, err := Fsck(context.Background(), tl.path); !errors.Is(err, ErrLocked) {

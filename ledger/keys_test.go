@@ -15,6 +15,7 @@ import (
 )
 
 func TestKeyFiles(t *testing.T) {
+	t.Parallel()
 	skey, vkey, err := GenerateKey("bank.example/ledger")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,7 @@ func TestKeyFiles(t *testing.T) {
 }
 
 func TestLoadSignerRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	skey, _, _ := GenerateKey("o")
 	write := func(name, text string, mode os.FileMode) string {
@@ -105,6 +107,7 @@ func TestLoadSignerRefuses(t *testing.T) {
 
 // TestOpenRefuses checks the options and file checks of Open.
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	s, _ := testKeys(t)
 	agents := &agentchain.Keys{}
 	otherSkey, _, _ := GenerateKey("other.example/log")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAppendProveReopen(t *testing.T) {
+	t.Parallel()
 	a, b := newAgent(1), newAgent(2)
 	tl := openTestLog(t, 0, a, b)
 	var leaves [][]byte
@@ -57,6 +58,7 @@ func TestAppendProveReopen(t *testing.T) {
 }
 
 func TestFsckClean(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	for range 10 {

@@ -105,6 +105,7 @@ func makeVectors(t *testing.T) vectors {
 // vectors (go test -run TestVectors -update rewrites them), and that
 // every vector verifies with the log's key and transparency-dev/merkle.
 func TestVectors(t *testing.T) {
+	t.Parallel()
 	got, err := json.MarshalIndent(makeVectors(t), "", "\t")
 	if err != nil {
 		t.Fatal(err)

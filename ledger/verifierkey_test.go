@@ -8,6 +8,7 @@ import (
 // TestVerifierKeyWithPlusInBase64: the base64 of a signer key may hold
 // "+", which also separates the key's fields. About half of all keys do.
 func TestVerifierKeyWithPlusInBase64(t *testing.T) {
+	t.Parallel()
 	plus := 0
 	for range 64 {
 		skey, vkey, err := GenerateKey("example.com/log")

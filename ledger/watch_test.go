@@ -29,6 +29,7 @@ func recv(t *testing.T, c <-chan []byte) ([]byte, bool) {
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	tl.mustAppend(t, a.Next(t))

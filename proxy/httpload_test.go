@@ -22,21 +22,29 @@ import (
 )
 
 var (
-	loadSessions = flag.Int("load.sessions", 50, "concurrent agent sessions of TestLoad")
-	loadDuration = flag.Duration("load.duration", 30*time.Second, "how long TestLoad runs through the proxy, and again straight to the bank (-short skips it)")
+	loadSessions = flag.Int("load.sessions", 0, "concurrent agent sessions of TestLoad (default 8, or 50 with -load.duration)")
+	loadCalls    = flag.Int("load.calls", 10, "reads (and as many denied transfers) per session of TestLoad when -load.duration is not set")
+	loadDuration = flag.Duration("load.duration", 0, "run TestLoad for this long through the proxy, and again straight to the bank, logging p50/p99 latencies (e.g. 30s); 0 runs -load.calls calls per session")
 )
 
 const loadToken = "load-test-token-0123456789abcdef0123"
 
 // TestLoad runs many agent sessions at once through an httpserve.Server,
 // each with its own relay and bank session, mixing allowed reads and
-// denied transfers for a bounded time: no error but the intended denies,
-// and no goroutine left behind once everything is closed. It logs the p99
-// latency of a read proxied over HTTP against the bank served directly
-// over HTTP (a figure for the report, never asserted).
+// denied transfers: no error but the intended denies, and no goroutine
+// left behind once everything is closed. By default each session makes
+// -load.calls reads and as many transfers, which keeps the default run
+// short; with -load.duration the sessions run for that long, and again
+// straight to the bank, and the test logs the p99 latency of a read
+// proxied over HTTP against the bank served directly over HTTP (a figure
+// for a person, never asserted).
 func TestLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
+	sessions := *loadSessions
+	if sessions <= 0 {
+		sessions = 8
+		if *loadDuration > 0 {
+			sessions = 50
+		}
 	}
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), *loadDuration+time.Minute)
@@ -48,7 +56,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpserve.New(httpserve.Config{Tokens: tokens, MaxSessions: *loadSessions, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
+	srv := httpserve.New(httpserve.Config{Tokens: tokens, MaxSessions: sessions, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := bank.Connect(ctx, st, nil); err != nil {
 			return err
@@ -61,16 +69,21 @@ func TestLoad(t *testing.T) {
 		return r.RunAgent(ctx, side)
 	}})
 	proxied := httptest.NewServer(srv)
-	direct := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bank }, nil))
 
-	viaProxy := runLoad(t, ctx, proxied.URL, true)
-	straight := runLoad(t, ctx, direct.URL, false)
-	t.Logf("%d sessions for %v: proxied %d reads, p50 %v p99 %v; direct %d reads, p50 %v p99 %v; p99 ratio proxied/direct %.2f",
-		*loadSessions, *loadDuration, len(viaProxy), pct(viaProxy, 50), pct(viaProxy, 99),
-		len(straight), pct(straight, 50), pct(straight, 99), float64(pct(viaProxy, 99))/float64(pct(straight, 99)))
+	viaProxy := runLoad(t, ctx, proxied.URL, sessions, true)
+	if want := sessions * *loadCalls; *loadDuration == 0 && len(viaProxy) != want && !t.Failed() {
+		t.Errorf("%d reads answered through the proxy, want %d", len(viaProxy), want)
+	}
+	if *loadDuration > 0 {
+		direct := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bank }, nil))
+		straight := runLoad(t, ctx, direct.URL, sessions, false)
+		direct.Close()
+		t.Logf("%d sessions for %v: proxied %d reads, p50 %v p99 %v; direct %d reads, p50 %v p99 %v; p99 ratio proxied/direct %.2f",
+			sessions, *loadDuration, len(viaProxy), pct(viaProxy, 50), pct(viaProxy, 99),
+			len(straight), pct(straight, 50), pct(straight, 99), float64(pct(viaProxy, 99))/float64(pct(straight, 99)))
+	}
 
 	proxied.Close()
-	direct.Close()
 	srv.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
@@ -82,10 +95,11 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// runLoad runs the sessions against url and returns the latencies of the
-// reads. Through the proxy every other call is a transfer, which must be
-// denied with name.write_word.
-func runLoad(t *testing.T, ctx context.Context, url string, withDenies bool) []time.Duration {
+// runLoad runs sessions against url and returns the latencies of the
+// reads: -load.calls reads per session, or as many as fit in
+// -load.duration when it is set. Through the proxy every other call is a
+// transfer, which must be denied with name.write_word.
+func runLoad(t *testing.T, ctx context.Context, url string, sessions int, withDenies bool) []time.Duration {
 	hs := &proxy.HTTPServer{URL: url, Header: http.Header{"Authorization": {"Bearer " + loadToken}}}
 	client := hs.Client()
 	defer client.CloseIdleConnections()
@@ -93,9 +107,15 @@ func runLoad(t *testing.T, ctx context.Context, url string, withDenies bool) []t
 	var lat []time.Duration
 	var wg sync.WaitGroup
 	stop := time.Now().Add(*loadDuration)
+	more := func(done int) bool {
+		if *loadDuration > 0 {
+			return time.Now().Before(stop)
+		}
+		return done < *loadCalls
+	}
 	read := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account": "acc_1"}}
 	write := &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"to": "acc_2", "amount": 1}}
-	for range *loadSessions {
+	for range sessions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -107,7 +127,7 @@ func runLoad(t *testing.T, ctx context.Context, url string, withDenies bool) []t
 			}
 			defer cs.Close()
 			var mine []time.Duration
-			for time.Now().Before(stop) {
+			for more(len(mine)) {
 				start := time.Now()
 				res, err := cs.CallTool(ctx, read)
 				if err != nil || res.IsError {

@@ -75,6 +75,7 @@ func seqRange(from, to uint64) []uint64 {
 }
 
 func TestBundleIntactVerifies(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 7)
 	dir, cp := w.export(a)
 	rep, err := anchored(t, w, a, dir, cp)
@@ -87,6 +88,7 @@ func TestBundleIntactVerifies(t *testing.T) {
 }
 
 func TestBundleTruncation(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 6)
 	for _, tc := range []struct {
 		name    string
@@ -110,6 +112,7 @@ func TestBundleTruncation(t *testing.T) {
 // An attacker who removes the newest receipts and rewrites the bundle to
 // end at the last one kept: the tail evidence must still decide.
 func TestBundleTruncationWithEditedBundle(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 5)
 	t.Run("head seq lowered", func(t *testing.T) {
 		dir, cp := w.export(a)
@@ -183,6 +186,7 @@ func writeBundle(t *testing.T, b *bundle.Bundle, files [][]byte) string {
 }
 
 func TestBundleTampering(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 5)
 	for _, tc := range []struct {
 		name, want string
@@ -235,6 +239,7 @@ func TestBundleTampering(t *testing.T) {
 // The bundle's proofs are in one tree: a --checkpoint of another tree,
 // or a bundle whose checkpoint was swapped, fails.
 func TestBundleSwappedCheckpoint(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 3)
 	dir, _ := w.export(a)
 	w.append(a.next(t, 1))
@@ -248,6 +253,7 @@ func TestBundleSwappedCheckpoint(t *testing.T) {
 }
 
 func TestPlainDirectory(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	w := newAnchorWorld(t, a)
 	w.append(a.next(t, 6))
@@ -275,6 +281,7 @@ func TestPlainDirectory(t *testing.T) {
 // A plain directory checked against a shared log's checkpoint: the root
 // does not match, and verify says to use a bundle.
 func TestPlainDirectoryOfSharedLog(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 3)
 	a.next(t, 40) // enough seqs for the log's size
 	_, err := anchored(t, w, a, a.writeDir(t), w.cosigned(w.witnesses...))
@@ -282,6 +289,7 @@ func TestPlainDirectoryOfSharedLog(t *testing.T) {
 }
 
 func TestCheckpointPolicy(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 2)
 	dir, _ := w.export(a)
 	old := w.cosigned(w.witnesses...)
@@ -386,6 +394,7 @@ func dropLines(t *testing.T, dir, name string, drop func(string) bool) {
 // ledger took more receipts since): the bundle covers what the
 // checkpoint covers, and verifies against it.
 func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
+	t.Parallel()
 	w, a := sharedLog(t, 4)
 	cp, size := w.cosigned(w.witnesses...), w.log.Size()
 	w.append(a.next(t, 3))
@@ -406,6 +415,7 @@ func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
 // An agent whose first receipt is newer than the checkpoint: nothing to
 // export, and Export says why.
 func TestExportBeforeTheAgentsFirstReceipt(t *testing.T) {
+	t.Parallel()
 	a, b := newAgent(t), newAgent(t)
 	w := newAnchorWorld(t, a, b)
 	w.append(b.next(t, 2))
@@ -417,6 +427,7 @@ func TestExportBeforeTheAgentsFirstReceipt(t *testing.T) {
 
 // A chain spread over more than one GetEntries page (1024 entries).
 func TestBundleAcrossPages(t *testing.T) {
+	t.Parallel()
 	a, b := newAgent(t), newAgent(t)
 	w := newAnchorWorld(t, a, b)
 	w.append(a.next(t, 3))

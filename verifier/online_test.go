@@ -127,6 +127,7 @@ func mustEntries(t testing.TB, l *ledger.Log) [][]byte {
 }
 
 func TestVerifyInLog(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(5, 5)
 	lr, err := w.verifyInLog(w.client, w.vkey)
@@ -142,6 +143,7 @@ func TestVerifyInLog(t *testing.T) {
 }
 
 func TestVerifyInLogNamesReceiptsNotInLog(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		write, ship int
@@ -166,6 +168,7 @@ func TestVerifyInLogNamesReceiptsNotInLog(t *testing.T) {
 }
 
 func TestVerifyInLogRejects(t *testing.T) {
+	t.Parallel()
 	t.Run("wrong log key", func(t *testing.T) {
 		w := newWorld(t)
 		w.write(2, 2)
@@ -198,6 +201,7 @@ func TestVerifyInLogRejects(t *testing.T) {
 }
 
 func TestVerifyInLogRereadsFiles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(2, 2)
 	rep := w.verifyDir()

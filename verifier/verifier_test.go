@@ -92,6 +92,7 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 func TestIntactDirectoryVerifies(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	dir := makeDir(t, k, 5, "a")
 	rep, err := VerifyDir(dir, pubOf(k), Options{PolicySHA256: policyA})
@@ -115,6 +116,7 @@ func TestIntactDirectoryVerifies(t *testing.T) {
 // TestTamperAnyByte: changing any byte of any receipt fails verification,
 // at that very file.
 func TestTamperAnyByte(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	dir := makeDir(t, k, 3, "a")
 	for seq := uint64(1); seq <= 3; seq++ {
@@ -143,6 +145,7 @@ func TestTamperAnyByte(t *testing.T) {
 }
 
 func TestDeletedReceipts(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	tests := []struct {
 		remove    []uint64
@@ -165,6 +168,7 @@ func TestDeletedReceipts(t *testing.T) {
 }
 
 func TestReordered(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	t.Run("swapped contents", func(t *testing.T) {
 		dir := makeDir(t, k, 4, "a")
@@ -192,6 +196,7 @@ func TestReordered(t *testing.T) {
 }
 
 func TestOtherKey(t *testing.T) {
+	t.Parallel()
 	real, attacker := key(1), key(2)
 	realID, attackerID := agentkey.KeyID(pubOf(real)), agentkey.KeyID(pubOf(attacker))
 	t.Run("whole directory", func(t *testing.T) {
@@ -261,6 +266,7 @@ func TestOtherKey(t *testing.T) {
 }
 
 func TestPolicyHash(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	dir := makeDir(t, k, 2, "a")
 	other := hexSum("policy b")
@@ -288,6 +294,7 @@ func TestPolicyHash(t *testing.T) {
 }
 
 func TestDirectoryContents(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	t.Run("empty", func(t *testing.T) {
 		dir := t.TempDir()
@@ -336,6 +343,7 @@ func TestDirectoryContents(t *testing.T) {
 // TestOrderIsNumeric: 1000000.json comes after 999999.json although it
 // sorts before it as a string.
 func TestOrderIsNumeric(t *testing.T) {
+	t.Parallel()
 	k := key(1)
 	dir := t.TempDir()
 	prev := receipt.FirstPrev

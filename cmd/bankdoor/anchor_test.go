@@ -85,6 +85,7 @@ func newPolicy(t *testing.T, logVKey string, witnessVKeys ...string) *cosignatur
 // Connect JSON and gRPC, and the cosignatures are still served after a
 // restart without --witness (they are in the ledger's file).
 func TestLedgerServeWitness(t *testing.T) {
+	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
 	rs := newChainAgent(t, w).receipts(t, 12)
 	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
@@ -107,6 +108,7 @@ func TestLedgerServeWitness(t *testing.T) {
 // rollback once per checkpoint (no retry loop), serves no cosignature and
 // keeps serving.
 func TestLedgerServeWitnessRollback(t *testing.T) {
+	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
 	rs := newChainAgent(t, w).receipts(t, 6)
 	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
@@ -141,12 +143,16 @@ func TestLedgerServeWitnessRollback(t *testing.T) {
 // receipts at the same address, and the anchor reports a possible
 // rollback.
 func TestAnchorCommand(t *testing.T) {
+	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
-	addr := freeAddr(t)
+	// The anchor is given the front's address; the ledger behind it
+	// listens on a port of its own, a new one when it is recreated.
+	ledger := newFront(t)
 	a := newChainAgent(t, w)
 	rs := a.receipts(t, 9)
-	srv := w.serve("--addr", addr, "--witness-key", wit.VKey)
-	anc := startProcess(t, "anchor", "--ledger", srv.url, "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
+	srv := w.serve("--witness-key", wit.VKey)
+	ledger.up(t, srv.url)
+	anc := startProcess(t, nil, "anchor", "--ledger", ledger.url(), "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
 	both := func() string { return srv.output() + anc.output() }
 	for _, end := range []int{1, 5, 9} {
 		if _, err := srv.jsonClient().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
@@ -154,11 +160,13 @@ func TestAnchorCommand(t *testing.T) {
 		}
 		waitCosigned(t, srv.client(), policy, uint64(end), both)
 	}
+	ledger.down()
 	srv.stop(syscall.SIGTERM)
 	if err := os.Remove(w.db); err != nil {
 		t.Fatal(err)
 	}
-	again := w.serve("--addr", addr, "--witness-key", wit.VKey)
+	again := w.serve("--witness-key", wit.VKey)
+	ledger.up(t, again.url)
 	if _, err := again.client().Append(t.Context(), appendRequest(rs[:2]...)); err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +198,13 @@ func waitCount(t *testing.T, p *ledgerServer, s string, n int) {
 	}
 }
 
-// startProcess runs bankdoor ARGS... in the background, its stderr
-// collected; it is killed at the end of the test if still running.
-func startProcess(t *testing.T, args ...string) *ledgerServer {
+// startProcess runs bankdoor ARGS... in the background with the test's
+// environment and env (KEY=VALUE), its stderr collected; it is killed at
+// the end of the test if still running.
+func startProcess(t *testing.T, env []string, args ...string) *ledgerServer {
 	t.Helper()
 	p := &ledgerServer{t: t, cmd: exec.Command(built.bankdoor, args...), exited: make(chan struct{})}
-	p.cmd.Env = mcptest.Env()
+	p.cmd.Env = mcptest.Env(env...)
 	p.cmd.Dir = t.TempDir()
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -216,6 +225,7 @@ func startProcess(t *testing.T, args ...string) *ledgerServer {
 // a bearer token for every call (--auth-reads): the watch stream and
 // AddCosignature both carry it.
 func TestAnchorCommandToken(t *testing.T) {
+	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
 	const token = "anchor-e2e-token-0123456789"
 	tokens := filepath.Join(w.dir, "tokens")
@@ -224,8 +234,7 @@ func TestAnchorCommandToken(t *testing.T) {
 	}
 	a := newChainAgent(t, w)
 	srv := w.serve("--witness-key", wit.VKey, "--token-file", tokens, "--auth-reads")
-	t.Setenv("ANCHOR_TOKEN", token) // passed on by startProcess
-	anc := startProcess(t, "anchor", "--ledger", srv.url, "--ledger-token-env", "ANCHOR_TOKEN",
+	anc := startProcess(t, []string{"ANCHOR_TOKEN=" + token}, "anchor", "--ledger", srv.url, "--ledger-token-env", "ANCHOR_TOKEN",
 		"--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
 	withToken := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {

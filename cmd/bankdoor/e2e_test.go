@@ -24,8 +24,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/bankdoor/bankdoor/anchor/anchortest"
+	bankdoor "github.com/bankdoor/bankdoor/cmd/bankdoor"
 	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -36,9 +38,19 @@ type bins struct{ bankdoor, bankServer string }
 
 var built bins
 
+// TestMain runs the test binary as bankdoor when a testscript script calls
+// bankdoor (see script_test.go); otherwise it builds the binaries and runs
+// the tests.
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	testscript.Main(buildFirst{m}, map[string]func(){
+		"bankdoor": func() { os.Exit(bankdoor.Main()) },
+	})
 }
+
+// buildFirst builds the binaries under test before running the tests.
+type buildFirst struct{ m *testing.M }
+
+func (b buildFirst) Run() int { return runMain(b.m) }
 
 func runMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "bankdoor-e2e-")
@@ -229,6 +241,7 @@ func stalePins(pinned, live map[string]string) []string {
 // fixture's tools as they are: a shipped policy with stale pins would deny
 // every read with pin.mismatch.
 func TestE2EShippedPolicyPinned(t *testing.T) {
+	t.Parallel()
 	live := livePins(t)
 	pinned := policyPins(t, shippedPolicy)
 	if stale := stalePins(pinned, live); len(stale) > 0 {
@@ -249,7 +262,10 @@ func variantEnv(v string) []string {
 
 // TestE2EAttacks sends the whole catalogue through the proxy, one proxy
 // session per fixture variant, all signing into one receipts directory.
-func TestE2EAttacks(t *testing.T) { testAttacks(t, newWorld(t)) }
+func TestE2EAttacks(t *testing.T) {
+	t.Parallel()
+	testAttacks(t, newWorld(t))
+}
 
 func testAttacks(t *testing.T, w *world) {
 	ctx := testContext(t, 4*time.Minute)
@@ -307,6 +323,7 @@ func checkListed(t *testing.T, ctx context.Context, s *mcptest.Session, want []s
 // fixture (seed balances, its variant): each must move money, or the
 // catalogue proves nothing about the gate.
 func TestE2EControl(t *testing.T) {
+	t.Parallel()
 	w := &world{t: t}
 	ctx := testContext(t, 2*time.Minute)
 	all := attacks.Catalogue()
@@ -359,7 +376,10 @@ func reads() []*mcp.CallToolParams {
 // TestE2EAllowedReads checks that reads pass through the proxy unchanged:
 // the same results as straight from the fixture, the same arguments in
 // the bank's log, and tools/list showing the allowed tools byte for byte.
-func TestE2EAllowedReads(t *testing.T) { testAllowedReads(t, newWorld(t)) }
+func TestE2EAllowedReads(t *testing.T) {
+	t.Parallel()
+	testAllowedReads(t, newWorld(t))
+}
 
 func testAllowedReads(t *testing.T, w *world) {
 	ctx := testContext(t, 2*time.Minute)
@@ -506,7 +526,10 @@ func deniedWith(t *testing.T, w *world, err error, rule string) string {
 // sweeping version after the first call and says so; the proxy forwards
 // notifications/tools/list_changed, re-checks the pins and denies the
 // changed tool before it can run.
-func TestE2EListChanged(t *testing.T) { testListChanged(t, newWorld(t)) }
+func TestE2EListChanged(t *testing.T) {
+	t.Parallel()
+	testListChanged(t, newWorld(t))
+}
 
 func testListChanged(t *testing.T, w *world) {
 	ctx := testContext(t, time.Minute)
@@ -548,6 +571,7 @@ func testListChanged(t *testing.T, w *world) {
 // TestE2EServerDies: the bank exits with a call in flight. The call gets
 // a clear error, not a hang, and the proxy exits with status 1 saying why.
 func TestE2EServerDies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := testContext(t, time.Minute)
 	s, err := mcptest.Start(ctx, w.proxy(w.fixture("BANK_FIXTURE_CRASH_AFTER=1")).Command(), nil)
@@ -592,6 +616,7 @@ func hasLine(text, prefix, sub string) bool {
 // TestE2EMalformedContinues: after each malformed line the same session
 // still serves an allowed read, over the SDK and as a raw frame.
 func TestE2EMalformedContinues(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := testContext(t, 2*time.Minute)
 	s := start(t, w.proxy(w.fixture()).Command(), nil)
@@ -647,6 +672,7 @@ func (w *world) denials(n int) []string {
 // TestE2EReceiptsTamper drives bankdoor verify against receipts the proxy
 // wrote, intact and then changed in every way an insider might try.
 func TestE2EReceiptsTamper(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	names := w.denials(5)
 	if code, out := w.verify(w.receipts, "--policy", w.policy); code != 0 {
@@ -667,8 +693,11 @@ func TestE2EReceiptsTamper(t *testing.T) {
 	write := func(name string, b []byte) func(string) error {
 		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), b, 0o644) }
 	}
+	// A flipped byte at eight places spread over the file, through the
+	// command; ledger/receipt's TestTamperEveryByte changes every byte of
+	// a receipt in several ways, in-process.
 	var cases []tamper
-	for i := 0; i < len(orig); i += max(1, len(orig)/32) {
+	for i := 0; i < len(orig); i += max(1, len(orig)/8) {
 		b := bytes.Clone(orig)
 		b[i] ^= 0x01
 		cases = append(cases, tamper{fmt.Sprintf("flip byte %d of %s", i, middle), write(middle, b)})

@@ -32,6 +32,7 @@ import (
 // is shipped at start although that agent does not come back, and the
 // agent that does carries on from its head. Nothing is refused.
 func TestE2EListenEmbeddedLedger(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tokens, toks := agentTokens(t)
 	clients := func(p *mcptest.Server, agents ...string) map[string]*http.Client {
@@ -81,9 +82,15 @@ func TestE2EListenEmbeddedLedger(t *testing.T) {
 
 // checkNoLedgerTrouble fails the test if the proxy's stderr has a
 // warning or error about the ledger (a refusal, an unshipped receipt).
+// A witness that pushed back once (HTTP 429 or 5xx, tried again) is not
+// one: on a loaded machine the omniwitness's rate limit says so, and
+// the caller checks that the checkpoint was cosigned in the end.
 func checkNoLedgerTrouble(t *testing.T, stderr string) {
 	t.Helper()
 	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, `msg="witness unavailable, will retry"`) {
+			continue
+		}
 		if strings.Contains(line, "ledger") && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "refused")) {
 			t.Errorf("the proxy logged a ledger problem: %s", line)
 		}
@@ -132,6 +139,7 @@ func (w *world) exportAndVerify(agent string, n uint64, witnessVKey string) {
 // witness's key and a quorum of 1. With the newest receipt deleted from
 // the bundle, verify fails naming its seq.
 func TestE2EEmbeddedLedgerWitness(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	keyFile, vkey := w.ledgerKey("bankdoor.test/embedded-witnessed")
 	wit := anchortest.NewOmniwitness(t, vkey)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestExportVerifyWithOmniwitness(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	wit := anchortest.NewOmniwitness(t, w.logVKey())
 	policy := newPolicy(t, w.logVKey(), wit.VKey)

@@ -135,6 +135,7 @@ func (b *burst) checkExactlyOnce(t *testing.T, c ledgerv1connect.LedgerServiceCl
 // every acknowledged receipt must be at its acknowledged index after a
 // restart, and the unacknowledged ones, re-sent, must land exactly once.
 func TestLedgerServeCrash(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	b := newBurst(t, w, 4, 60, 3)
 	s := w.serve()
@@ -171,6 +172,7 @@ func TestLedgerServeCrash(t *testing.T) {
 // exit status 0 after the calls in flight are answered; everything
 // acknowledged is in the file, which passes fsck.
 func TestLedgerServeGraceful(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	b := newBurst(t, w, 3, 40, 2)
 	s := w.serve()
@@ -212,6 +214,7 @@ func TestLedgerServeGraceful(t *testing.T) {
 // TestLedgerServeReload: an agent added to --agents may append after
 // SIGHUP, and a bad key file added later leaves the enrolled set as it was.
 func TestLedgerServeReload(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	late := newChainAgent(t, nil)
 	s := w.serve()
@@ -263,6 +266,7 @@ func waitFor(t *testing.T, srv *ledgerServer, s string) {
 // TestLedgerServeTokenAndHealth: with --token-file, Append needs a token
 // from the file; reads and GET /healthz stay open.
 func TestLedgerServeTokenAndHealth(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	a := newChainAgent(t, w)
 	const token = "ledger-e2e-token-0123456789"

@@ -17,6 +17,7 @@ import (
 // the CA authenticates an Append, none is Unauthenticated, and reads stay
 // open.
 func TestLedgerServeMutualTLS(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	a := newChainAgent(t, w)
 	ca := tlstest.NewCA(t, "ledger test CA")

@@ -40,21 +40,31 @@ func newHTTPWorld(t *testing.T) *world {
 // TestE2EHTTPAttacks: the whole catalogue through the built proxy to the
 // fixture over streamable HTTP; every attack denied with its rule, none
 // reaching the bank, no money moved.
-func TestE2EHTTPAttacks(t *testing.T) { testAttacks(t, newHTTPWorld(t)) }
+func TestE2EHTTPAttacks(t *testing.T) {
+	t.Parallel()
+	testAttacks(t, newHTTPWorld(t))
+}
 
 // TestE2EHTTPAllowedReads: reads over HTTP give the same results, byte for
 // byte, as the fixture over stdio, and tools/list the same definitions.
-func TestE2EHTTPAllowedReads(t *testing.T) { testAllowedReads(t, newHTTPWorld(t)) }
+func TestE2EHTTPAllowedReads(t *testing.T) {
+	t.Parallel()
+	testAllowedReads(t, newHTTPWorld(t))
+}
 
 // TestE2EHTTPListChanged: notifications/tools/list_changed, which the
 // server sends on the standalone notification stream, reaches the relay,
 // and the changed tool is denied on its pin.
-func TestE2EHTTPListChanged(t *testing.T) { testListChanged(t, newHTTPWorld(t)) }
+func TestE2EHTTPListChanged(t *testing.T) {
+	t.Parallel()
+	testListChanged(t, newHTTPWorld(t))
+}
 
 // TestE2EHTTPHeaderFromEnv: a header whose value comes from an environment
 // variable named by --header-env reaches the server; without it the
 // server refuses the session and the proxy says why.
 func TestE2EHTTPHeaderFromEnv(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := testContext(t, time.Minute)
 	const secret = "fixture-secret-4d1c"
@@ -92,6 +102,7 @@ func TestE2EHTTPHeaderFromEnv(t *testing.T) {
 // broken notification stream ends the session at once (fail closed): the
 // proxy exits 1 naming it, and a call after that gets an error, not a hang.
 func TestE2EHTTPServerDies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := testContext(t, time.Minute)
 	f := w.fixture()

@@ -54,6 +54,7 @@ func stopListening(t *testing.T, p *mcptest.Server) {
 // each with its own bank session; reads pass, writes are denied, and each
 // agent's receipts form their own chain under their own key.
 func TestE2EListenTwoAgents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	f := w.fixture()
 	tokens, toks := agentTokens(t)
@@ -172,6 +173,7 @@ func checkAgentChains(t *testing.T, w *world, want map[string]int) {
 // is denied with its rule and a receipt recording it, none reaches the
 // bank, no money moves, and each agent's receipts form their own chain.
 func TestE2EListenAttacks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := testContext(t, 4*time.Minute)
 	tokens, toks := agentTokens(t)
@@ -225,6 +227,7 @@ func TestE2EListenAttacks(t *testing.T) {
 // under their own key. A certificate of another CA fails the handshake,
 // and a request with neither a certificate nor a token gets 401.
 func TestE2EListenMTLS(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	f := w.fixture()
 	tokens, toks := agentTokens(t)

@@ -22,6 +22,7 @@ func readRepoFile(t *testing.T, name string) string {
 
 // TestReadmeWords checks that the README lists exactly the built-in words.
 func TestReadmeWords(t *testing.T) {
+	t.Parallel()
 	readme := readRepoFile(t, "README.md")
 	m := regexp.MustCompile(`(?s)<!-- words:begin -->(.*)<!-- words:end -->`).FindStringSubmatch(readme)
 	if m == nil {
@@ -38,6 +39,7 @@ func TestReadmeWords(t *testing.T) {
 
 // TestCIRunsReadmeTest checks that .ci/run runs exactly the README's Test command.
 func TestCIRunsReadmeTest(t *testing.T) {
+	t.Parallel()
 	readme := readRepoFile(t, "README.md")
 	m := regexp.MustCompile("(?s)\\*\\*Test:\\*\\*\\s*```sh\n(.*?)\n```").FindStringSubmatch(readme)
 	if m == nil {

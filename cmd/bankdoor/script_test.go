@@ -1,9 +1,10 @@
 package main_test
 
 // Command-line behaviour as testscript files: testdata/script/*.txt each
-// read like a session at a terminal, one file per command. The scripts run
-// the binaries that TestMain (e2e_test.go) built, bankdoor and the fixture
-// bank-server, found on $PATH.
+// read like a session at a terminal, one file per command. In the scripts,
+// bankdoor is this test binary, which runs bankdoor's main (TestMain in
+// e2e_test.go, with testscript.Main); the fixture bank-server is the
+// binary TestMain built. Both are found on $PATH.
 
 import (
 	"errors"
@@ -17,9 +18,15 @@ import (
 )
 
 func TestScripts(t *testing.T) {
-	bin := filepath.Dir(built.bankdoor)
-	if filepath.Dir(built.bankServer) != bin {
-		t.Fatalf("bankdoor (%s) and bank-server (%s) are in different directories", built.bankdoor, built.bankServer)
+	t.Parallel()
+	// A directory with the fixture alone: the built bankdoor beside it
+	// must not shadow the test binary's.
+	bin := t.TempDir()
+	if err := os.Symlink(built.bankServer, filepath.Join(bin, "bank-server")); err != nil {
+		t.Fatal(err)
+	}
+	if self, err := exec.LookPath("bankdoor"); err != nil || filepath.Dir(self) == filepath.Dir(built.bankdoor) {
+		t.Fatalf("bankdoor on $PATH is %s (%v), want the test binary that testscript.Main installed", self, err)
 	}
 	policies, err := filepath.Abs(filepath.Join("..", "..", "policies"))
 	if err != nil {
@@ -30,7 +37,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", bin+string(os.PathListSeparator)+e.Getenv("PATH"))
+			e.Setenv("PATH", e.Getenv("PATH")+string(os.PathListSeparator)+bin)
 			e.Setenv("POLICIES", policies)
 			e.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil

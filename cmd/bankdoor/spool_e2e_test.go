@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,6 +71,7 @@ func (w *world) keyID() string {
 }
 
 func TestE2EEmbeddedLedger(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	s := start(t, w.proxy(w.fixture()).Command(), nil)
 	for seq := range uint64(3) {
@@ -118,6 +118,7 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 // final attempt; the next proxy started on the directory ships what is
 // left, and nothing twice.
 func TestE2EEmbeddedLedgerAfterKill(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	cmd := w.proxy(w.fixture()).Command()
 	s, err := mcptest.Start(testContext(t, time.Minute), cmd, nil)
@@ -275,17 +276,6 @@ type syncBuf struct {
 func (s *syncBuf) write(str string) { s.mu.Lock(); s.b.WriteString(str); s.mu.Unlock() }
 func (s *syncBuf) String() string   { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// freeAddr returns a loopback address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // waitHead waits until the ledger's head for keyID is seq.
 func waitHead(t *testing.T, c ledgerv1connect.LedgerServiceClient, keyID string, seq uint64, stderr func() string) {
 	t.Helper()
@@ -303,11 +293,14 @@ func waitHead(t *testing.T, c ledgerv1connect.LedgerServiceClient, keyID string,
 }
 
 func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/ledger"
 	logKey, vkey := w.ledgerKey(origin)
-	addr := freeAddr(t)
-	url := "http://" + addr
+	// The proxy is given the front's address; the ledger behind it
+	// listens on a port of its own, a new one after its restart.
+	ledger := newFront(t)
+	url := ledger.url()
 
 	// The ledger is down: denials still come back, with receipts.
 	p := w.proxy(w.fixture())
@@ -319,20 +312,18 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 
 	// The ledger comes up; the spool drains into it.
 	db := filepath.Join(t.TempDir(), "remote.db")
-	got, stop := w.startLedger(db, logKey, origin, addr)
-	if got != url {
-		t.Fatalf("ledger listens on %s, want %s", got, url)
-	}
+	got, stop := w.startLedger(db, logKey, origin, "")
+	ledger.up(t, got)
 	client := ledgerv1connect.NewLedgerServiceClient(http.DefaultClient, url)
 	waitHead(t, client, w.keyID(), 3, s.Stderr)
 
 	// The ledger restarts: denials go on meanwhile, and reach it after.
+	ledger.down()
 	stop()
 	deny(t, s, 4)
 	deny(t, s, 5)
-	if got, _ := w.startLedger(db, logKey, origin, addr); got != url {
-		t.Fatalf("restarted ledger listens on %s, want %s", got, url)
-	}
+	got, _ = w.startLedger(db, logKey, origin, "")
+	ledger.up(t, got)
 	waitHead(t, client, w.keyID(), 5, s.Stderr)
 	deny(t, s, 6)
 	if err := s.Close(); err != nil {
@@ -359,7 +350,7 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", otherVkey); code != 1 || !strings.Contains(out, "does not verify with the log key") {
 		t.Errorf("bankdoor verify --ledger with another log key: exit %d, want 1\n%s", code, out)
 	}
-	code, out = w.verify(w.receipts, "--ledger", "http://"+freeAddr(t), "--log-key", vkey)
+	code, out = w.verify(w.receipts, "--ledger", newFront(t).url(), "--log-key", vkey)
 	if code != 1 || !strings.Contains(out, "ok: 6 receipts, seq 1..6") || !strings.Contains(out, "get the ledger's checkpoint") {
 		t.Errorf("bankdoor verify against a ledger that is down: exit %d, want 1 after the offline checks\n%s", code, out)
 	}
@@ -386,6 +377,7 @@ func TestE2ERemoteLedgerDownThenUp(t *testing.T) {
 // TestE2ERemoteLedgerRefusal: a ledger that does not enroll the agent
 // refuses its receipts; the proxy says so once, and denials go on.
 func TestE2ERemoteLedgerRefusal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/refusing"
 	logKey, _ := w.ledgerKey(origin)
@@ -409,6 +401,7 @@ func TestE2ERemoteLedgerRefusal(t *testing.T) {
 // TestE2ERemoteLedgerTLSAndToken: a ledger served over TLS with a
 // private CA, that wants a bearer token for every call.
 func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const origin = "e2e.bankdoor.test/tls"
 	logKey, vkey := w.ledgerKey(origin)

@@ -28,9 +28,10 @@ type Session interface {
 	Raw(ctx context.Context, line []byte) ([]byte, error)
 	// RawNoReply sends a frame that gets no answer (a notification).
 	RawNoReply(line []byte) error
-	// Unsolicited waits up to d and returns the answers that came back
-	// without being asked for, such as an answer to a notification.
-	Unsolicited(d time.Duration) [][]byte
+	// Unsolicited returns the answers that came back without being asked
+	// for, such as an answer to a notification, once every frame sent
+	// before the call has been answered or handled.
+	Unsolicited(ctx context.Context) ([][]byte, error)
 }
 
 // Target is a live session to send attacks through.
@@ -240,8 +241,8 @@ func sendNotification(ctx context.Context, t *Target, a Attack, r *Result, recei
 	}
 	r.Rule = rc.Rule
 	r.Message = "no answer expected (notification)"
-	r.Answered = t.Session.Unsolicited(50 * time.Millisecond)
-	return nil
+	r.Answered, err = t.Session.Unsolicited(ctx)
+	return err
 }
 
 // denialData is the data member of a bankdoor denial.

@@ -89,17 +89,15 @@ func (s *HTTPSession) RawNoReply(line []byte) error {
 	return nil
 }
 
-// Unsolicited waits up to d, then returns the answers to notifications
-// kept since the last call, and forgets them.
-func (s *HTTPSession) Unsolicited(d time.Duration) [][]byte {
-	if d > 0 {
-		time.Sleep(d)
-	}
+// Unsolicited returns the answers to notifications kept since the last
+// call, and forgets them. Each POST is answered before RawNoReply
+// returns, so there is nothing to wait for.
+func (s *HTTPSession) Unsolicited(context.Context) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	got := s.unsolicited
 	s.unsolicited = nil
-	return got
+	return got, nil
 }
 
 // post sends one message in the session, as the streamable HTTP transport

@@ -26,7 +26,7 @@ func bankServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := goBuild(ctx, root, dir+string(filepath.Separator), "./fixtures/bank-server"); err != nil {
+	if err := goBuild(ctx, false, root, dir+string(filepath.Separator), "./fixtures/bank-server"); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, "bank-server")

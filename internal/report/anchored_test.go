@@ -12,7 +12,7 @@ import (
 // checkpoint is the log's own) and checks both rows: the bundle verifies,
 // and the copy without its newest receipts is refused, naming them.
 func TestVerifyAnchored(t *testing.T) {
-	const n = 2000 // more than one request of bundlePage
+	const n = bundlePage + 6 // more than one request of bundlePage, and more than one GetEntries page
 	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
 	al, err := lb.openAnchorLog(Witness{Skipped: "none in this test"})
 	if err != nil {

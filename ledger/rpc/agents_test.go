@@ -14,6 +14,7 @@ import (
 )
 
 func TestDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b, c := newAgent(t), newAgent(t), newAgent(t)
 	writePub(t, filepath.Join(dir, "a.pem"), a.Public())
@@ -79,6 +80,7 @@ func wantAgents(t *testing.T, d *rpc.Directory, agents ...*agent) {
 }
 
 func TestDirectoryErrors(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	tests := []struct {
 		name  string
@@ -117,6 +119,7 @@ func TestDirectoryErrors(t *testing.T) {
 // TestDirectoryReloadRace: Lookup during Reload sees the old set or the
 // new, never a missing key that is in both.
 func TestDirectoryReloadRace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stay, come := newAgent(t), newAgent(t)
 	writePub(t, filepath.Join(dir, "stay.pem"), stay.Public())

@@ -36,6 +36,7 @@ func withToken[T any](req *connect.Request[T], header string) *connect.Request[T
 // or wrong token is Unauthenticated and stores nothing; reads stay open
 // unless Reads is set.
 func TestBearerTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		header string
@@ -124,6 +125,7 @@ func newPKI(t *testing.T) *pki {
 // no certificate is Unauthenticated; a certificate from another CA fails
 // the handshake.
 func TestMutualTLS(t *testing.T) {
+	t.Parallel()
 	pk := newPKI(t)
 	a := newAgent(t)
 	l := openTestLedger(t, a)
@@ -170,6 +172,7 @@ func TestMutualTLS(t *testing.T) {
 }
 
 func TestLoadTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, content string
 		perm          os.FileMode
@@ -218,6 +221,7 @@ func TestLoadTokens(t *testing.T) {
 // Unauthenticated, not ResourceExhausted, and a request in no RPC
 // protocol gets a plain 401.
 func TestAuthBeforeBody(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	l := newTestLedger(t, &rpc.Auth{Tokens: []rpc.Token{token(t, goodToken)}}, a)
 	big := make([][]byte, rpc.MaxRequestBytes/(16<<10)+1)
@@ -251,6 +255,7 @@ func TestAuthBeforeBody(t *testing.T) {
 
 // TestReadRequestLimit: a read request is capped far below an Append.
 func TestReadRequestLimit(t *testing.T) {
+	t.Parallel()
 	l := newTestLedger(t, nil)
 	req := &ledgerv1.GetInclusionProofRequest{Leaf: &ledgerv1.GetInclusionProofRequest_LeafHash{LeafHash: make([]byte, rpc.MaxReadRequestBytes)}}
 	for _, p := range protocols {

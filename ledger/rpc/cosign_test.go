@@ -94,6 +94,7 @@ func addCosignature(c ledgerv1connect.LedgerServiceClient, t *testing.T, size ui
 // both cosignatures, and the note meets a quorum of 2 that it did not
 // meet with one.
 func TestCosignedCheckpoint(t *testing.T) {
+	t.Parallel()
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			a, w1, w2 := newAgent(t), newWitness(t, "w1.example"), newWitness(t, "w2.example")
@@ -129,6 +130,7 @@ func TestCosignedCheckpoint(t *testing.T) {
 // TestAddCosignatureRefuses sends cosignatures the ledger must not store:
 // each is refused with its code, and nothing is served or stored.
 func TestAddCosignatureRefuses(t *testing.T) {
+	t.Parallel()
 	a, w, other := newAgent(t), newWitness(t, "w.example"), newWitness(t, "other.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.connectJSON()
@@ -172,6 +174,7 @@ func TestAddCosignatureRefuses(t *testing.T) {
 // TestAddCosignatureOldSize stores a cosignature of a size the log has
 // since outgrown: it verifies over the log's checkpoint of that size.
 func TestAddCosignatureOldSize(t *testing.T) {
+	t.Parallel()
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.grpc()
@@ -189,6 +192,7 @@ func TestAddCosignatureOldSize(t *testing.T) {
 // TestAddCosignatureNeedsAuth checks that AddCosignature, a write, needs
 // credentials whenever Append does, even with reads left open.
 func TestAddCosignatureNeedsAuth(t *testing.T) {
+	t.Parallel()
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := cosigningLedger(t, &rpc.Auth{Tokens: []rpc.Token{token(t, goodToken)}}, a, w)
 	c := l.connectJSON()
@@ -202,6 +206,7 @@ func TestAddCosignatureNeedsAuth(t *testing.T) {
 // TestAddCosignatureNotConfigured checks that a ledger given no witness
 // keys refuses every cosignature.
 func TestAddCosignatureNotConfigured(t *testing.T) {
+	t.Parallel()
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := newTestLedger(t, nil, a)
 	c := l.connectJSON()
@@ -211,6 +216,7 @@ func TestAddCosignatureNotConfigured(t *testing.T) {
 // TestWatchSendsCosigned checks that a watcher gets the checkpoint again
 // once a cosignature of it is stored.
 func TestWatchSendsCosigned(t *testing.T) {
+	t.Parallel()
 	a, w := newAgent(t), newWitness(t, "w.example")
 	l := cosigningLedger(t, nil, a, w)
 	c := l.grpc()

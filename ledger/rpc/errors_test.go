@@ -16,6 +16,7 @@ import (
 // checks the code, that the message names the problem, and that the log
 // did not change.
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	a, stranger := newAgent(t), newAgent(t)
 	good := a.Chain(t, 2)
 	next := a.Chain(t, 1)[0]     // seq 3, not yet sent
@@ -110,6 +111,7 @@ func TestBadRequests(t *testing.T) {
 // TestOversizedMessage: a message over MaxRequestBytes is refused before
 // it is decoded.
 func TestOversizedMessage(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
 	big := bytes.Repeat([]byte("x"), receipt.MaxSize)

@@ -21,6 +21,7 @@ import (
 // against the final checkpoint, every checkpoint seen on the way is
 // consistent with it, and fsck finds the file clean.
 func TestManyAgents(t *testing.T) {
+	t.Parallel()
 	const agents, perAgent = 5, 24
 	as := make([]*agent, agents)
 	for i := range as {

@@ -22,6 +22,7 @@ import (
 // against the signed checkpoint: proofs verify, entries are the receipts
 // byte for byte, the agent's head is the last receipt.
 func TestAppendAndRead(t *testing.T) {
+	t.Parallel()
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			a := newAgent(t)
@@ -131,6 +132,7 @@ func sha(b []byte) []byte {
 // TestGetEntriesCap: a GetEntries returns at most 1000 entries, however
 // many are asked for, and never past the checkpoint.
 func TestGetEntriesCap(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
 	c := l.grpc()
@@ -163,6 +165,7 @@ func TestGetEntriesCap(t *testing.T) {
 // TestWatchCheckpoints: the stream sends the latest checkpoint, then one
 // covering each new append.
 func TestWatchCheckpoints(t *testing.T) {
+	t.Parallel()
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			a := newAgent(t)
@@ -198,6 +201,7 @@ func TestWatchCheckpoints(t *testing.T) {
 // TestWatchStop: Stop ends the streams with Unavailable, so that a server
 // can shut down, and the health check turns 503.
 func TestWatchStop(t *testing.T) {
+	t.Parallel()
 	l := newTestLedger(t, nil)
 	stream, err := l.grpc().WatchCheckpoints(t.Context(), connect.NewRequest(&ledgerv1.WatchCheckpointsRequest{}))
 	if err != nil {
@@ -223,6 +227,7 @@ func TestWatchStop(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
 	wantIndexes(t, l.grpc(), a.Chain(t, 2), 0, 1)

@@ -206,7 +206,7 @@ func TestLedgerDownThenUp(t *testing.T) {
 		c.write(1)
 		s.Notify()
 	}
-	time.Sleep(50 * time.Millisecond) // several retries at 1..20ms
+	waitHeadCalls(t, l, 3) // several tries while the ledger is down
 	if got := s.Shipped(); got != 0 {
 		t.Fatalf("Shipped() = %d while the ledger is down", got)
 	}
@@ -490,10 +490,17 @@ func TestFinalAttemptAtShutdown(t *testing.T) {
 // waitSynced waits until the shipper has asked the ledger for its head.
 func waitSynced(t *testing.T, l *memLedger) {
 	t.Helper()
+	waitHeadCalls(t, l, 1)
+}
+
+// waitHeadCalls waits until the shipper has asked the ledger for its head
+// n times: while the ledger is down, each try asks.
+func waitHeadCalls(t *testing.T, l *memLedger, n int) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for l.headCalls() == 0 {
+	for l.headCalls() < n {
 		if time.Now().After(deadline) {
-			t.Fatal("the shipper never asked for the ledger's head")
+			t.Fatalf("the shipper asked for the ledger's head %d times, want %d", l.headCalls(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
