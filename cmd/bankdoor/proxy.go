@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
@@ -61,17 +62,17 @@ func cmdProxy(e *env, args []string) int {
 	for _, h := range lintHints(p, problems) {
 		e.printf("hint: %s", h)
 	}
-	logger := proxyLogger(e, *verbose)
+	c := &proxyConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
+		logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv}
 	if sf.addr != "" {
-		return serveAgents(e, &agentsConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
-			logger: logger, ledger: &lf, down: &df, argv: argv, serve: &sf})
+		return serveAgents(e, &agentsConfig{proxyConfig: *c, serve: &sf})
 	}
-	return proxyStdio(e, &stdioConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
-		logger: logger, ledger: &lf, down: &df, argv: argv})
+	return proxyStdio(e, c)
 }
 
-// stdioConfig is what serving one agent over stdio needs from cmdProxy.
-type stdioConfig struct {
+// proxyConfig is what serving agents, over stdio or --listen, needs from
+// cmdProxy.
+type proxyConfig struct {
 	policy   *policy.Policy
 	server   string
 	receipts string
@@ -82,13 +83,33 @@ type stdioConfig struct {
 	argv     []string
 }
 
+// precheck checks, before anything is created, that the receipts
+// directory can be made and that the bank server's command exists, and
+// opens the ledger if its file exists (creating nothing: the caller
+// commits or discards what it returns, even with an error).
+func (c *proxyConfig) precheck(agents ledger.Agents, origin string) (*pendingSink, error) {
+	if err := receiptsCreatable(c.receipts); err != nil {
+		return nil, err
+	}
+	pending, err := c.ledger.prepare(c.receipts, agents, origin, c.logger)
+	if err != nil {
+		return pending, err
+	}
+	if c.down.url == "" {
+		if err := checkCommand(c.argv); err != nil {
+			return pending, err
+		}
+	}
+	return pending, nil
+}
+
 // proxyStdio relays one agent on stdin and stdout. Everything that can
 // be checked without creating a file is checked first (the signing key
 // and log key loaded or made in memory, the ledger file opened if it
 // exists, the receipts directory and the bank server's command); then
 // the receipts directory, the new keys and the ledger file are created,
 // in that order.
-func proxyStdio(e *env, c *stdioConfig) int {
+func proxyStdio(e *env, c *proxyConfig) int {
 	keyDir, err := agentkey.Dir()
 	if err != nil {
 		return exitErr(e, exitFailure, err)
@@ -98,18 +119,10 @@ func proxyStdio(e *env, c *stdioConfig) int {
 		return exitErr(e, exitFailure, err)
 	}
 	pub := key.Public().(ed25519.PublicKey)
-	if err := receiptsCreatable(c.receipts); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	pending, err := c.ledger.prepare(c.receipts, oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub), c.logger)
+	pending, err := c.precheck(oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub))
 	defer pending.discard()
 	if err != nil {
 		return exitErr(e, exitFailure, err)
-	}
-	if c.down.url == "" {
-		if err := checkCommand(c.argv); err != nil {
-			return exitErr(e, exitFailure, err)
-		}
 	}
 	rec, closeRec, err := openRecorder(c.policy, c.server, key, c.receipts)
 	if err != nil {

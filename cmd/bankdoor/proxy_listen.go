@@ -25,7 +25,6 @@ import (
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/httpserve"
-	"github.com/bankdoor/bankdoor/proxy/policy"
 )
 
 // listenFlags make the proxy serve agents over streamable HTTP.
@@ -85,15 +84,8 @@ func (f *listenFlags) check() error {
 
 // agentsConfig is what serving agents needs from cmdProxy.
 type agentsConfig struct {
-	policy   *policy.Policy
-	server   string
-	receipts string
-	maxFrame int
-	logger   *slog.Logger
-	ledger   *ledgerFlags
-	down     *downFlags
-	argv     []string
-	serve    *listenFlags
+	proxyConfig
+	serve *listenFlags
 }
 
 // serveAgents runs the proxy as a server of agents until SIGINT or
@@ -113,18 +105,10 @@ func serveAgents(e *env, c *agentsConfig) int {
 	}
 	agents := &agentRecorders{e: e, c: c, home: home, keys: &agentchain.Keys{}, open: map[string]*agentRecorder{}}
 	known := agents.enrollKnown()
-	if err := receiptsCreatable(c.receipts); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	pending, err := c.ledger.prepare(c.receipts, agents.keys, gatewayOrigin(), c.logger)
+	pending, err := c.precheck(agents.keys, gatewayOrigin())
 	defer pending.discard()
 	if err != nil {
 		return exitErr(e, exitFailure, err)
-	}
-	if c.down.url == "" {
-		if err := checkCommand(c.argv); err != nil {
-			return exitErr(e, exitFailure, err)
-		}
 	}
 	ln, err := net.Listen("tcp", c.serve.addr)
 	if err != nil {

@@ -63,30 +63,27 @@ func goBuild(ctx context.Context, race bool, root, out string, pkgs ...string) e
 // current directory into dir and returns the binary's path (never with
 // -race, see Build).
 func BuildFixture(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return "", err
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bank-server"))
-	if err != nil {
-		return "", err
-	}
-	return bin, goBuild(ctx, false, root, bin, "./fixtures/bank-server")
+	return buildOne(ctx, false, dir, "bank-server", "./fixtures/bank-server")
 }
 
 // BuildBankdoor builds ./cmd/bankdoor of the module that holds the current
 // directory into dir and returns the binary's path (with -race when the
 // caller runs with the race detector, as Build).
 func BuildBankdoor(ctx context.Context, dir string) (string, error) {
+	return buildOne(ctx, raceEnabled, dir, "bankdoor", "./cmd/bankdoor")
+}
+
+// buildOne builds the package pkg of the current module into dir/name.
+func buildOne(ctx context.Context, race bool, dir, name, pkg string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bankdoor"))
+	bin, err := filepath.Abs(filepath.Join(dir, name))
 	if err != nil {
 		return "", err
 	}
-	return bin, goBuild(ctx, raceEnabled, root, bin, "./cmd/bankdoor")
+	return bin, goBuild(ctx, race, root, bin, pkg)
 }
 
 // ModuleRoot returns the directory of the go.mod of the current directory.
