@@ -2,6 +2,42 @@
 // and puts the gate (package proxy/gate) on every tools/call: a denied call
 // never reaches the server and leaves a signed receipt.
 //
+// # The pin invariant
+//
+// A tools/call is forwarded only after its tool's definition, in a listing
+// the server returned after the previous forwarded call on that session was
+// answered, matched its pin. Safety rests on nothing the server or the
+// agent may leave out: not on notifications/tools/list_changed, not on the
+// agent's protocol version, not on the agent sending
+// notifications/initialized.
+//
+// How the relay holds it:
+//
+//   - Calls on one session are forwarded one at a time (callLoop, in
+//     agent.go): the next waits until the server has answered the previous.
+//     Every other method goes through at once.
+//   - A listing (listing.go) is fresh while no forwarded call has been
+//     answered since it began and the server has not said its list changed;
+//     a notification can make a listing stale, never fresh. A call is
+//     decided only with a fresh listing, walked again if need be.
+//   - Of a listing of several pages, the page holding the called tool must
+//     be the last one the server answered: if the server answered another
+//     page after it, that page is read again. A definition changed between
+//     pages is therefore seen, with or without a notification.
+//   - A listing that cannot be read (an error, or no answer within
+//     Config.ListTimeout for a page) denies the call with pin.unavailable.
+//
+// What it costs: one tools/list round trip (all its pages, plus at most one
+// page read again) per forwarded call. The relay asks for it the moment a
+// call's answer arrives, while the answer travels to the agent and the
+// agent writes its next call, so an agent that thinks between calls waits
+// for nothing, and one that sends its next call at once waits for the
+// remainder of one listing round trip. Pipelined calls are serialised. What
+// no proxy can stop is a server that changes a definition after the listing
+// and before the call it then answers: that call runs, and the next one is
+// denied; such a server is one whose behaviour differs from its definition,
+// which pins do not promise to catch.
+//
 // # Transports
 //
 // The agent's side is an AgentSide: one JSON-RPC message per frame. Run

@@ -100,6 +100,17 @@ func parseFrame(line []byte) (*frame, *denial) {
 	return f, nil
 }
 
+// isBlank reports whether a frame holds nothing but JSON whitespace
+// (space, tab, CR, LF); such a frame is skipped.
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
 // ReadEnvelope reads msg the way the relay does: its id as raw JSON (nil
 // for a notification) and its method ("" for a response). It returns an
 // error saying why for a message the relay cannot read as one JSON-RPC

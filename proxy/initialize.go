@@ -14,9 +14,6 @@ func (r *Relay) filterInitializeParams(params []byte) []byte {
 // filterInitializeResult advertises to the agent only what is relayed:
 // tools always, the other server capabilities only when exposed.
 func (r *Relay) filterInitializeResult(result []byte) []byte {
-	r.mu.Lock()
-	r.initialized = true
-	r.mu.Unlock()
 	return r.filterCapabilities(result, serverCapabilities)
 }
 

@@ -31,11 +31,15 @@ type Event struct {
 
 // A Recorder turns events into durable receipts. Record must not return
 // before the receipt is on stable storage; it returns the receipt's id
-// (its file name). An error from Record stops the relay: a gate that cannot
-// leave evidence does not go on.
+// (its file name). It is called from more than one goroutine. An error
+// from Record stops the relay: once Record has failed, nothing more is
+// forwarded to the server.
 type Recorder interface {
 	Record(Event) (id string, err error)
 }
+
+// DefaultListTimeout bounds each page of the relay's own tools/list.
+const DefaultListTimeout = 30 * time.Second
 
 // Config is what a Relay needs.
 type Config struct {
@@ -45,6 +49,10 @@ type Config struct {
 	Recorder Recorder
 	Logger   *slog.Logger // diagnostics, normally to stderr
 	MaxFrame int          // largest agent line; 0 means DefaultMaxFrame
+	// ListTimeout bounds each page of the relay's own tools/list; a call
+	// whose pin cannot be checked in time is denied (pin.unavailable).
+	// 0 means DefaultListTimeout.
+	ListTimeout time.Duration
 }
 
 // Relay relays one MCP session between an agent and a bank server.
@@ -55,18 +63,28 @@ type Relay struct {
 	agent AgentSide
 	log   *slog.Logger
 
-	outMu sync.Mutex
+	outMu sync.Mutex // one frame to the agent at a time
 
-	mu          sync.Mutex
-	nextID      int64
-	pending     map[int64]*pending    // requests sent downstream, by our id
-	agentIDs    map[string]int64      // in-flight agent ids (raw JSON) -> our id
-	serverReqs  map[string]jsonrpc.ID // server requests relayed to the agent, by our id
-	initialized bool                  // the server answered initialize
-	gone        error                 // why the server is gone, once it is
-	fatal       chan error            // the first error that must stop the relay
-	pins        pinCache
-	closing     atomic.Bool // the relay closes the server itself: its going is no error
+	// calls holds the tools/calls that passed checks 1 to 4, in order;
+	// callLoop takes them one at a time (see agent.go).
+	calls chan *toolCall
+	// pins is the relay's own listing of the server's tools; only
+	// callLoop reads or writes it (see listing.go).
+	pins listing
+
+	mu         sync.Mutex
+	nextID     int64
+	pending    map[int64]*pending    // requests sent to the server, by our id
+	open       map[string]*openReq   // the agent's open requests, by raw id
+	serverReqs map[string]jsonrpc.ID // server requests relayed to the agent, by our id
+	// gen counts the events after which a listing is stale: a forwarded
+	// tools/call answered, notifications/tools/list_changed received.
+	gen      uint64
+	gone     error // why the server is gone, once it is
+	stopped  error // why the relay stopped, once it has: nothing more is forwarded
+	fatal    chan error
+	closing  atomic.Bool // the relay closes the server itself: its going is no error
+	agentEOF atomic.Bool // the agent closed its input
 }
 
 // pending is a request sent to the server and not yet answered.
@@ -74,6 +92,16 @@ type pending struct {
 	agentID jsontext.Value         // the agent's id; nil for the relay's own requests
 	method  string                 // for response handling
 	done    chan *jsonrpc.Response // the relay's own requests only
+	// answered is closed when a forwarded tools/call is answered (or can
+	// no longer be): callLoop waits for it before the next call.
+	answered chan struct{}
+}
+
+// openReq is one of the agent's requests that has not been answered:
+// waiting in calls (call set) or sent to the server (ours set).
+type openReq struct {
+	ours int64
+	call *toolCall
 }
 
 // New returns a relay for one session over the given downstream connection
@@ -82,12 +110,16 @@ func New(cfg Config, down mcp.Connection) *Relay {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ListTimeout <= 0 {
+		cfg.ListTimeout = DefaultListTimeout
+	}
 	r := &Relay{
 		cfg:        cfg,
 		down:       down,
 		log:        cfg.Logger,
+		calls:      make(chan *toolCall, maxQueuedCalls),
 		pending:    make(map[int64]*pending),
-		agentIDs:   make(map[string]int64),
+		open:       make(map[string]*openReq),
 		serverReqs: make(map[string]jsonrpc.ID),
 		fatal:      make(chan error, 1),
 	}
@@ -115,18 +147,22 @@ func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 	serverDone := make(chan error, 1)
 	go func() { agentDone <- r.agentLoop(ctx) }()
 	go func() { serverDone <- r.serverLoop(ctx) }()
+	go r.callLoop(ctx)
 	select {
 	case err := <-agentDone:
-		r.drain(ctx, serverDone)
-		r.closing.Store(true)
-		cerr := r.down.Close()
+		if err == nil {
+			err = r.stoppedErr()
+		}
 		if err != nil {
+			r.down.Close()
 			return err
 		}
-		if cerr != nil && !isExit(cerr) {
+		r.drain(ctx, serverDone)
+		r.closing.Store(true)
+		if cerr := r.down.Close(); cerr != nil && !isExit(cerr) {
 			return fmt.Errorf("closing the bank server: %w", cerr)
 		}
-		return nil
+		return r.stoppedErr()
 	case err := <-serverDone:
 		return err
 	case err := <-r.fatal:
@@ -143,52 +179,34 @@ func isExit(err error) bool {
 	return errors.As(err, &ee)
 }
 
-// stop records the first fatal error.
+// stop stops the relay for err: from now on nothing is forwarded to the
+// server, and Run returns err.
 func (r *Relay) stop(err error) {
+	r.mu.Lock()
+	if r.stopped == nil {
+		r.stopped = err
+	}
+	r.mu.Unlock()
 	select {
 	case r.fatal <- err:
 	default:
 	}
 }
 
-// agentLoop reads and handles agent frames in order.
-func (r *Relay) agentLoop(ctx context.Context) error {
-	for {
-		line, err := r.agent.ReadFrame()
-		var tooLarge *FrameTooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
-			r.denyFrame(jsontext.Value(nullJSON), nil, &denial{code: codeInvalidRequest, rule: "frame.too_large",
-				reason: tooLarge.Error()})
-			continue
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading from the agent: %w", err)
-		}
-		if len(line) == 0 || len(trimSpace(line)) == 0 {
-			continue
-		}
-		r.handleAgent(ctx, line)
-	}
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	return b
+func (r *Relay) stoppedErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // send writes a request to the server, registering it as pending when it
 // has an id. It returns false, having answered the agent, if the server is
-// gone.
+// gone or the relay has stopped.
 func (r *Relay) send(ctx context.Context, p *pending, method string, params []byte, notify bool) (int64, bool) {
 	r.mu.Lock()
-	if r.gone != nil {
-		err := r.gone
+	if err := r.gone; err != nil || r.stopped != nil {
 		r.mu.Unlock()
-		if p != nil && p.agentID != nil {
+		if err != nil && p != nil && p.agentID != nil {
 			r.replyError(p.agentID, CodeServerGone, "bankdoor: the bank server is gone: "+err.Error()+"; restart the proxy", nil)
 		}
 		return 0, false
@@ -201,7 +219,7 @@ func (r *Relay) send(ctx context.Context, p *pending, method string, params []by
 		req.ID, _ = jsonrpc.MakeID(float64(id))
 		r.pending[id] = p
 		if p.agentID != nil {
-			r.agentIDs[string(p.agentID)] = id
+			r.open[string(p.agentID)] = &openReq{ours: id}
 		}
 	}
 	r.mu.Unlock()
@@ -212,11 +230,19 @@ func (r *Relay) send(ctx context.Context, p *pending, method string, params []by
 	return id, true
 }
 
-// call sends the relay's own request and waits for its response.
-func (r *Relay) call(ctx context.Context, method string, params []byte) (*jsonrpc.Response, error) {
+// call sends the relay's own request and waits for its response, at most
+// timeout (0: no limit but ctx's).
+func (r *Relay) call(ctx context.Context, method string, params []byte, timeout time.Duration) (*jsonrpc.Response, error) {
 	p := &pending{method: method, done: make(chan *jsonrpc.Response, 1)}
-	if _, ok := r.send(ctx, p, method, params, false); !ok {
+	id, ok := r.send(ctx, p, method, params, false)
+	if !ok {
 		return nil, errors.New("the bank server is gone")
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
 	}
 	select {
 	case resp := <-p.done:
@@ -227,12 +253,24 @@ func (r *Relay) call(ctx context.Context, method string, params []byte) (*jsonrp
 			return nil, fmt.Errorf("the bank server answered %s with an error: %w", method, resp.Error)
 		}
 		return resp, nil
+	case <-expired:
+		r.forget(id)
+		return nil, fmt.Errorf("the bank server did not answer %s within %v", method, timeout)
 	case <-ctx.Done():
+		r.forget(id)
 		return nil, ctx.Err()
 	}
 }
 
-// serverLoop reads and handles server messages.
+// forget drops a request of the relay's own that will not be waited for;
+// a late answer to it is dropped.
+func (r *Relay) forget(id int64) {
+	r.mu.Lock()
+	delete(r.pending, id)
+	r.mu.Unlock()
+}
+
+// serverLoop reads and handles server messages in order, on one goroutine.
 func (r *Relay) serverLoop(ctx context.Context) error {
 	for {
 		msg, err := r.down.Read(ctx)
@@ -241,7 +279,7 @@ func (r *Relay) serverLoop(ctx context.Context) error {
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
-			r.handleResponse(ctx, m)
+			r.handleResponse(m)
 		case *jsonrpc.Request:
 			r.handleServerRequest(ctx, m)
 		}
@@ -268,12 +306,19 @@ func (r *Relay) serverGone(cause error) error {
 	r.gone = cause
 	open := r.pending
 	r.pending = make(map[int64]*pending)
-	r.agentIDs = make(map[string]int64)
+	for id, o := range r.open {
+		if o.call == nil {
+			delete(r.open, id)
+		}
+	}
 	r.mu.Unlock()
 	for _, p := range open {
-		if p.done != nil {
+		switch {
+		case p.done != nil:
 			close(p.done)
 			continue
+		case p.answered != nil:
+			close(p.answered)
 		}
 		r.replyError(p.agentID, CodeServerGone, "bankdoor: "+cause.Error()+"; the request was not completed", nil)
 	}
@@ -281,42 +326,6 @@ func (r *Relay) serverGone(cause error) error {
 		r.log.Error("bank server gone", "err", cause)
 	}
 	return cause
-}
-
-// handleResponse routes a server response to whoever asked.
-func (r *Relay) handleResponse(ctx context.Context, m *jsonrpc.Response) {
-	id, ok := m.ID.Raw().(int64)
-	r.mu.Lock()
-	p := r.pending[id]
-	if ok && p != nil {
-		delete(r.pending, id)
-		delete(r.agentIDs, string(p.agentID))
-	}
-	r.mu.Unlock()
-	if !ok || p == nil {
-		r.log.Warn("dropping a response from the bank server to no open request", "id", m.ID.Raw())
-		return
-	}
-	if p.done != nil {
-		p.done <- m
-		return
-	}
-	if m.Error != nil {
-		r.replyWireError(p.agentID, m.Error)
-		return
-	}
-	result := []byte(m.Result)
-	switch p.method {
-	case "initialize":
-		result = r.filterInitializeResult(result)
-	case "tools/list":
-		var err error
-		if result, err = r.filterToolsList(result); err != nil {
-			r.replyError(p.agentID, codeInternalError, "bankdoor: the bank server sent a tools/list result the proxy cannot check: "+err.Error(), nil)
-			return
-		}
-	}
-	r.replyResult(p.agentID, result)
 }
 
 // ourID returns the agent-facing id for a server request relayed to it.
@@ -331,16 +340,16 @@ func (r *Relay) ourID() string {
 // input, for answers to requests already sent to the server.
 const drainTimeout = 10 * time.Second
 
-// drain waits until no request sent to the server is open, the server is
-// gone, or drainTimeout passes, so an agent that writes its requests and
-// closes its input still gets every answer.
+// drain waits until the agent has no open request (queued calls included),
+// the server is gone, or drainTimeout passes, so an agent that writes its
+// requests and closes its input still gets every answer.
 func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
 	deadline := time.After(drainTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		r.mu.Lock()
-		open := len(r.pending)
+		open := len(r.open)
 		r.mu.Unlock()
 		if open == 0 {
 			return

@@ -6,7 +6,8 @@
 // the bytes in Decision.Args are forwarded: the RFC 8785 canonical form of
 // the arguments that were checked. [Gate.Listable] runs checks 1 to 5 for
 // one entry of a tools/list result, so the agent is shown only tools it
-// could call.
+// could call. [Gate.Precheck] runs checks 1 to 4, which need no listing of
+// the server: the proxy denies what they deny before it lists the server.
 //
 // # Checks and rule ids
 //
@@ -21,6 +22,7 @@
 //	5      pin.missing          the tool has no schema_sha256 and require_pins is true
 //	5      pin.unlisted         the server's current tools/list has no tool of that name
 //	5      pin.mismatch         the listed definition's schema_sha256 differs from the pin
+//	5      pin.unavailable      (the proxy, not Decide) the server's tools/list could not be read
 //	6      args.too_large       the raw arguments are longer than 65536 bytes
 //	6      args.encoding        invalid UTF-8, or a \u escape of a lone surrogate
 //	6      args.duplicate       an object, at any depth, has a member name twice

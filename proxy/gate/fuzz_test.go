@@ -35,6 +35,10 @@ func FuzzDecide(f *testing.F) {
 		}
 		d := g.Decide(c)
 		checkInvariants(t, g, c, d)
+		pre := g.Precheck(c)
+		if pre.Allow != (d.Allow || d.Check > 4) || (!pre.Allow && (pre.Rule != d.Rule || pre.Reason != d.Reason || pre.ArgsSHA256 != d.ArgsSHA256 || !slices.Equal(pre.ArgNames, d.ArgNames))) {
+			t.Fatalf("Precheck = %+v, Decide = %+v: they must agree on checks 1 to 4", pre, d)
+		}
 		if !d.Allow {
 			return
 		}

@@ -167,3 +167,19 @@ func (g *Gate) Listable(server, tool, liveSHA string) Decision {
 	}
 	return Decision{Allow: true}
 }
+
+// Precheck runs checks 1 to 4, which need no listing of the server's
+// tools: a call they deny is denied by Decide with the same decision, so
+// the proxy can refuse it before listing the server. An allowing result
+// carries no Args; only Decide's do.
+func (g *Gate) Precheck(c Call) Decision {
+	r := &request{Call: &c} // checks 1 to 4 do not look at the arguments
+	all := checks()
+	for i, chk := range all[:4] {
+		if rule, reason := chk(g, r); rule != "" {
+			a := g.parseArgs(c.Args)
+			return Decision{Check: i + 1, Rule: rule, Reason: reason, ArgNames: a.argNames(), ArgsSHA256: a.sha256()}
+		}
+	}
+	return Decision{Allow: true}
+}

@@ -1,0 +1,436 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
+	"github.com/bankdoor/bankdoor/proxy/gate"
+)
+
+// This file is the path of one agent frame, top to bottom:
+//
+//	agentLoop      read the frame (frame.too_large)
+//	handleFrame    parse it (frame.parse, frame.invalid), route it by method
+//	               (method.unknown, method.not_exposed), forward what is
+//	               not a tools/call
+//	toolsCall      read its params (params.invalid), reserve its id, run
+//	               checks 1 to 4, which need no listing, and queue it
+//	callLoop       one call at a time: wait until the previous forwarded
+//	decideCall     call is answered, list the server (listing.go), run
+//	               all six checks, record, forward, wait for the answer
+//	deny           every refusal: a durable receipt, then the agent's error
+//
+// The agent's frames are read on one goroutine (agentLoop), the server's
+// messages on another (serverLoop, server.go), and tools/calls are
+// decided and forwarded on a third (callLoop), so that a call waiting for
+// its turn never holds up the agent's other frames.
+
+// maxQueuedCalls bounds the tools/calls waiting for their turn; the agent
+// loop waits when it is reached.
+const maxQueuedCalls = 256
+
+// denial is a refusal decided by the relay or the gate.
+type denial struct {
+	code       int // JSON-RPC error code for the agent
+	rule       string
+	reason     string
+	tool       string
+	argNames   []string
+	argsSHA256 string
+}
+
+// toolCall is a tools/call that passed checks 1 to 4 and waits for its turn.
+type toolCall struct {
+	f         *frame
+	call      gate.Call
+	cancelled bool // the agent cancelled it before its turn; guarded by Relay.mu
+}
+
+// agentLoop reads the agent's frames in order and takes each down its path.
+func (r *Relay) agentLoop(ctx context.Context) error {
+	defer close(r.calls)
+	for {
+		raw, err := r.agent.ReadFrame()
+		var tooLarge *FrameTooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			r.deny(jsontext.Value(nullJSON), nil, &denial{code: codeInvalidRequest, rule: "frame.too_large", reason: tooLarge.Error()})
+			continue
+		case errors.Is(err, io.EOF):
+			r.agentEOF.Store(true)
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading from the agent: %w", err)
+		}
+		if r.stoppedErr() != nil {
+			return nil // a receipt could not be written: nothing more goes through
+		}
+		if isBlank(raw) {
+			continue
+		}
+		r.handleFrame(ctx, raw)
+	}
+}
+
+// handleFrame parses one frame and routes it by its method.
+func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
+	f, dn := parseFrame(raw)
+	if dn != nil {
+		// An invalid request is answered even without an id (JSON-RPC 2.0 §5:
+		// the id is null when it could not be detected).
+		id := jsontext.Value(nullJSON)
+		if f != nil && f.id != nil {
+			id = f.id
+		}
+		r.deny(id, raw, dn)
+		return
+	}
+	if f.isResponse() {
+		r.agentResponse(ctx, f)
+		return
+	}
+	info, known := clientMethods[f.method]
+	switch {
+	case !known:
+		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown",
+			reason: fmt.Sprintf("method %q is not relayed by bankdoor", truncate(f.method, 128))})
+		return
+	case info.route == routeToolsCall:
+		r.toolsCall(f)
+		return
+	case !jsontext.Value(f.raw).IsValid():
+		r.deny(orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse",
+			reason: "message has invalid UTF-8 or a lone surrogate"})
+		return
+	case info.route == routeFeature && !r.exposes(info.feature):
+		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed",
+			reason: fmt.Sprintf("method %q needs %q in the server's expose list of the policy", f.method, info.feature)})
+		return
+	}
+	params := []byte(f.params)
+	switch info.route {
+	case routeInitialize:
+		params = r.filterInitializeParams(params)
+	case routeCancel:
+		r.cancel(ctx, params)
+		return
+	}
+	r.forward(ctx, f, params)
+}
+
+func (r *Relay) exposes(feature string) bool { return r.srv != nil && r.srv.Exposes(feature) }
+
+// forward sends an agent request or notification that is not a tools/call
+// to the server.
+func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
+	if f.id == nil {
+		r.send(ctx, nil, f.method, params, true)
+		return
+	}
+	if !r.reserve(f) {
+		return
+	}
+	if _, ok := r.send(ctx, &pending{agentID: f.id, method: f.method}, f.method, params, false); !ok {
+		r.release(f.id)
+	}
+}
+
+// reserve marks the frame's id as open, or refuses a frame whose id is
+// still open (its answer would be ambiguous).
+func (r *Relay) reserve(f *frame) bool {
+	r.mu.Lock()
+	_, busy := r.open[string(f.id)]
+	if !busy {
+		r.open[string(f.id)] = &openReq{}
+	}
+	r.mu.Unlock()
+	if busy {
+		r.deny(f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid",
+			reason: "request id is already in use by an open request; use a new id"})
+	}
+	return !busy
+}
+
+// release forgets an open id that was answered without the server.
+func (r *Relay) release(id jsontext.Value) {
+	r.mu.Lock()
+	delete(r.open, string(id))
+	r.mu.Unlock()
+}
+
+// toolsCall reads one tools/call, runs the checks that need no listing
+// and queues it for callLoop.
+func (r *Relay) toolsCall(f *frame) {
+	call, dn := r.parseToolsCall(f)
+	if dn != nil {
+		r.deny(f.id, f.raw, dn)
+		return
+	}
+	if f.id == nil {
+		r.deny(nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool,
+			reason: "tools/call sent as a notification (no id)"})
+		return
+	}
+	if d := r.cfg.Gate.Precheck(call); !d.Allow {
+		r.deny(f.id, f.raw, gateDenial(call, d))
+		return
+	}
+	if !r.reserve(f) {
+		return
+	}
+	tc := &toolCall{f: f, call: call}
+	r.mu.Lock()
+	r.open[string(f.id)].call = tc
+	r.mu.Unlock()
+	r.calls <- tc
+}
+
+// callLoop decides and forwards the queued tools/calls one at a time.
+func (r *Relay) callLoop(ctx context.Context) {
+	for tc := range r.calls {
+		r.mu.Lock()
+		skip := tc.cancelled
+		r.mu.Unlock()
+		if !skip {
+			r.decideCall(ctx, tc)
+		}
+	}
+}
+
+// decideCall lists the server, runs the six checks with what it listed,
+// records, forwards the call and waits for the server's answer, so that
+// the next call is checked against a listing taken after that answer.
+func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
+	f, call := tc.f, tc.call
+	live, err := r.livePins(ctx, call.Tool)
+	if err != nil {
+		if gone := r.goneErr(); gone != nil {
+			r.release(f.id)
+			r.replyError(f.id, CodeServerGone, "bankdoor: the bank server is gone: "+gone.Error()+"; restart the proxy", nil)
+			return
+		}
+		d := r.cfg.Gate.Decide(call) // for the argument evidence
+		r.release(f.id)
+		r.deny(f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256,
+			reason: fmt.Sprintf("the proxy could not list the server's tools to check the pin of %q: %v", truncate(call.Tool, 128), err)})
+		return
+	}
+	call.Live = live
+	d := r.cfg.Gate.Decide(call)
+	if !d.Allow {
+		r.release(f.id)
+		r.deny(f.id, f.raw, gateDenial(call, d))
+		return
+	}
+	if r.cfg.Policy.Receipts == "all" {
+		if _, err := r.cfg.Recorder.Record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
+			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256}); err != nil {
+			r.release(f.id)
+			r.replyError(f.id, codeInternalError, "bankdoor: not forwarded: the receipt could not be written: "+err.Error(), nil)
+			r.stop(fmt.Errorf("writing a receipt: %w", err))
+			return
+		}
+	}
+	params := jsonobj.Object{{Name: "name", Value: quote(call.Tool)}, {Name: "arguments", Value: d.Args}}
+	if tok := progressToken(f.params); tok != nil {
+		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
+	}
+	p := &pending{agentID: f.id, method: f.method, answered: make(chan struct{})}
+	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
+		r.release(f.id)
+		return
+	}
+	select {
+	case <-p.answered:
+	case <-ctx.Done():
+		return
+	}
+	r.prefetch(ctx)
+}
+
+// gateDenial is the denial of a call the gate refused.
+func gateDenial(call gate.Call, d gate.Decision) *denial {
+	return &denial{code: CodeDenied, rule: d.Rule, reason: d.Reason, tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}
+}
+
+func (r *Relay) goneErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone
+}
+
+// cancel handles the agent's notifications/cancelled: a call still
+// waiting for its turn is dropped (it is never answered, as JSON-RPC
+// allows for a cancelled request); for a request sent to the server, the
+// requestId is rewritten to the relay's id and the cancellation
+// forwarded. Cancellations of unknown requests are dropped.
+func (r *Relay) cancel(ctx context.Context, params []byte) {
+	obj, err := jsonobj.Parse(params)
+	if err != nil {
+		return
+	}
+	reqID := string(obj.Get("requestId"))
+	r.mu.Lock()
+	o := r.open[reqID]
+	switch {
+	case o == nil:
+	case o.call != nil && o.ours == 0:
+		o.call.cancelled = true
+		delete(r.open, reqID)
+	}
+	r.mu.Unlock()
+	if o == nil || o.ours == 0 {
+		return
+	}
+	for i := range obj {
+		if obj[i].Name == "requestId" {
+			obj[i].Value = jsontext.Value(fmt.Sprint(o.ours))
+		}
+	}
+	r.send(ctx, nil, "notifications/cancelled", obj.Marshal(), true)
+}
+
+// agentResponse relays the agent's answer to a server request.
+func (r *Relay) agentResponse(ctx context.Context, f *frame) {
+	r.mu.Lock()
+	sid, ok := r.serverReqs[string(f.id)]
+	delete(r.serverReqs, string(f.id))
+	r.mu.Unlock()
+	if !ok {
+		r.log.Warn("dropping a response from the agent to no open server request")
+		return
+	}
+	if !jsontext.Value(f.raw).IsValid() {
+		r.down.Write(ctx, &jsonrpc.Response{ID: sid, Error: &jsonrpc.Error{Code: codeInternalError, Message: "bankdoor: the agent's answer was not valid JSON"}})
+		return
+	}
+	resp := &jsonrpc.Response{ID: sid, Result: []byte(f.result)}
+	if f.errVal != nil {
+		var we jsonrpc.Error
+		if err := json.Unmarshal(f.errVal, &we); err != nil {
+			we = jsonrpc.Error{Code: codeInternalError, Message: "bankdoor: the agent sent a malformed error"}
+		}
+		resp = &jsonrpc.Response{ID: sid, Error: &we}
+	}
+	if r.stoppedErr() != nil {
+		return
+	}
+	if err := r.down.Write(ctx, resp); err != nil {
+		r.serverGone(err)
+	}
+}
+
+// nullJSON is the id of an answer to a frame whose id could not be read.
+const nullJSON = "null"
+
+// orNull returns id, or null for a frame without one.
+func orNull(id jsontext.Value) jsontext.Value {
+	if id == nil {
+		return jsontext.Value(nullJSON)
+	}
+	return id
+}
+
+// deny records a denial and answers the agent with an error carrying id.
+// A nil id means the frame was a well-formed notification: JSON-RPC never
+// answers those, so the receipt is the only trace.
+func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
+	if dn.argsSHA256 == "" {
+		sum := sha256.Sum256(raw)
+		dn.argsSHA256 = hex.EncodeToString(sum[:])
+	}
+	rid, err := r.cfg.Recorder.Record(Event{
+		Decision: "deny", Tool: dn.tool, Rule: dn.rule, Reason: dn.reason,
+		ArgNames: dn.argNames, ArgsSHA256: dn.argsSHA256,
+	})
+	if err != nil {
+		r.stop(fmt.Errorf("writing a receipt: %w", err))
+		r.log.Error("cannot record a receipt; stopping", "err", err)
+		if id != nil {
+			r.replyError(id, codeInternalError, "bankdoor: denied, and the receipt could not be written: "+err.Error(), nil)
+		}
+		return
+	}
+	r.log.Info("denied", "rule", dn.rule, "tool", dn.tool, "receipt", rid)
+	if id == nil {
+		return
+	}
+	what := "request"
+	if dn.tool != "" {
+		what = fmt.Sprintf("tools/call %q", dn.tool)
+	}
+	msg := fmt.Sprintf("bankdoor denied %s: %s: %s (receipt %s)", what, dn.rule, dn.reason, rid)
+	r.replyError(id, dn.code, msg, map[string]string{"rule": dn.rule, "reason": dn.reason, "receipt": rid})
+}
+
+// toolsCallParams are the members tools/call params may have.
+var toolsCallParams = map[string]bool{"name": true, "arguments": true, "_meta": true}
+
+// parseToolsCall reads name and arguments from tools/call params.
+func (r *Relay) parseToolsCall(f *frame) (gate.Call, *denial) {
+	call := gate.Call{Server: r.cfg.Server}
+	invalid := func(reason string) (gate.Call, *denial) {
+		return call, &denial{code: codeInvalidParams, rule: "params.invalid", tool: call.Tool, reason: reason}
+	}
+	if f.params == nil {
+		return invalid(`tools/call needs params with a "name"`)
+	}
+	obj, err := jsonobj.ParseLenient(f.params)
+	if err != nil {
+		var dup *jsonobj.DuplicateError
+		if errors.As(err, &dup) {
+			return invalid(fmt.Sprintf("tools/call params have member %q twice", truncate(dup.Name, 64)))
+		}
+		return invalid("tools/call params are not one JSON object")
+	}
+	name, ok := jsonobj.String(obj.Get("name"))
+	if !ok {
+		return invalid(`tools/call params need "name" as a string`)
+	}
+	call.Tool = name
+	for _, m := range obj {
+		if !toolsCallParams[m.Name] {
+			return invalid(fmt.Sprintf("unknown member %q in tools/call params (known: name, arguments, _meta)", truncate(m.Name, 64)))
+		}
+	}
+	if meta := obj.Get("_meta"); meta != nil && !validMeta(meta) {
+		return invalid(`tools/call "_meta" must be an object of valid JSON whose progressToken, if any, is a string or an integer`)
+	}
+	if a := obj.Get("arguments"); a != nil {
+		call.Args = []byte(a)
+	}
+	return call, nil
+}
+
+// validMeta reports whether _meta is strict JSON with a usable progressToken.
+func validMeta(meta jsontext.Value) bool {
+	obj, err := jsonobj.Parse(meta)
+	if err != nil {
+		return false
+	}
+	tok := obj.Get("progressToken")
+	return tok == nil || validID(tok)
+}
+
+// progressToken returns _meta.progressToken of tools/call params, or nil.
+// It is the only member of _meta the relay forwards.
+func progressToken(params jsontext.Value) jsontext.Value {
+	obj, err := jsonobj.ParseLenient(params)
+	if err != nil {
+		return nil
+	}
+	meta, err := jsonobj.Parse(obj.Get("_meta"))
+	if err != nil {
+		return nil
+	}
+	return meta.Get("progressToken")
+}

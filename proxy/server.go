@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bankdoor/bankdoor/internal/jsonobj"
+	"github.com/bankdoor/bankdoor/proxy/pin"
+)
+
+// This file is the server's side of the relay: what serverLoop does with
+// each message the bank server sends, on one goroutine, in order.
+
+// handleResponse routes a server response to whoever asked.
+func (r *Relay) handleResponse(m *jsonrpc.Response) {
+	id, ok := m.ID.Raw().(int64)
+	r.mu.Lock()
+	p := r.pending[id]
+	if ok && p != nil {
+		delete(r.pending, id)
+		if p.agentID != nil {
+			delete(r.open, string(p.agentID))
+		}
+		if p.answered != nil {
+			r.gen++ // a listing from before this answer decides nothing more
+		}
+	}
+	r.mu.Unlock()
+	if !ok || p == nil {
+		r.log.Warn("dropping a response from the bank server to no open request", "id", m.ID.Raw())
+		return
+	}
+	if p.done != nil {
+		p.done <- m
+		return
+	}
+	if p.answered != nil {
+		close(p.answered) // callLoop may list the server again right away
+	}
+	if m.Error != nil {
+		r.replyWireError(p.agentID, m.Error)
+		return
+	}
+	result := []byte(m.Result)
+	switch p.method {
+	case "initialize":
+		result = r.filterInitializeResult(result)
+	case "tools/list":
+		var err error
+		if result, err = r.filterToolsList(result); err != nil {
+			r.replyError(p.agentID, codeInternalError, "bankdoor: the bank server sent a tools/list result the proxy cannot check: "+err.Error(), nil)
+			return
+		}
+	}
+	r.replyResult(p.agentID, result)
+}
+
+// handleServerRequest handles a request or notification from the server.
+func (r *Relay) handleServerRequest(ctx context.Context, m *jsonrpc.Request) {
+	info, known := serverMethods[m.Method]
+	allowed := known && (info.route != routeFeature || r.exposes(info.feature))
+	switch {
+	case known && info.route == routeLocal:
+		if m.ID.IsValid() {
+			r.down.Write(ctx, &jsonrpc.Response{ID: m.ID, Result: []byte("{}")})
+		}
+		return
+	case known && info.route == routeToolsList:
+		// The relay lists the server again before every call anyway;
+		// the notification only makes a listing already in flight stale.
+		r.mu.Lock()
+		r.gen++
+		r.mu.Unlock()
+		r.notifyAgent(m, jsonrpc.ID{})
+		return
+	case !allowed:
+		reason := fmt.Sprintf("the bank server sent %q, which bankdoor does not relay to the agent", truncate(m.Method, 128))
+		if known {
+			reason = fmt.Sprintf("the bank server sent %q, which needs %q in the server's expose list of the policy", m.Method, info.feature)
+		}
+		r.log.Warn("denied a server message", "method", m.Method)
+		if m.ID.IsValid() {
+			r.down.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeMethodNotFound, Message: "bankdoor: " + reason}})
+		}
+		return
+	case info.route == routeCancel:
+		return // cancellations of relayed server requests: the agent times out on its own
+	}
+	r.notifyAgent(m, m.ID)
+}
+
+// notifyAgent relays a server request or notification to the agent.
+func (r *Relay) notifyAgent(m *jsonrpc.Request, sid jsonrpc.ID) {
+	var id jsontext.Value
+	if sid.IsValid() {
+		id = jsontext.Value(r.ourID())
+		r.mu.Lock()
+		r.serverReqs[string(id)] = sid
+		r.mu.Unlock()
+	}
+	r.writeAgent(envelope(id, jsonobj.Member{Name: "method", Value: quote(m.Method)}, jsonobj.Member{Name: "params", Value: jsontext.Value(m.Params)}))
+}
+
+// filterToolsList keeps the tools that pass checks 1–5, byte for byte,
+// each checked against its own definition in this page.
+func (r *Relay) filterToolsList(result []byte) ([]byte, error) {
+	l, err := pin.ParseList(result)
+	if err != nil {
+		return nil, err
+	}
+	var kept []byte
+	kept = append(kept, '[')
+	n := 0
+	for _, t := range l.Tools {
+		if d := r.cfg.Gate.Listable(r.cfg.Server, t.Name, t.SHA256); !d.Allow {
+			r.log.Info("hid a tool from tools/list", "tool", t.Name, "rule", d.Rule)
+			continue
+		}
+		if n > 0 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, t.Raw...)
+		n++
+	}
+	kept = append(kept, ']')
+	obj := jsonobj.Object{{Name: "tools", Value: kept}}
+	if l.NextCursor != nil {
+		obj = append(obj, jsonobj.Member{Name: "nextCursor", Value: l.NextCursor})
+	}
+	return obj.Marshal(), nil
+}
