@@ -20,8 +20,9 @@ import (
 //
 //	agentLoop      read the frame (frame.too_large)
 //	handleFrame    parse it (frame.parse, frame.invalid), route it by method
-//	               (method.unknown, method.not_exposed), forward what is
-//	               not a tools/call
+//	               (method.unknown, method.not_exposed): initialize is the
+//	               relay's own handshake (initialize.go), what is not a
+//	               tools/call is forwarded
 //	toolsCall      read its params (params.invalid), reserve its id, run
 //	               checks 1 to 4, which need no listing, and queue it
 //	callLoop       one call at a time: wait until the previous forwarded
@@ -116,15 +117,16 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 			reason: fmt.Sprintf("method %q needs %q in the server's expose list of the policy", f.method, info.feature)})
 		return
 	}
-	params := []byte(f.params)
 	switch info.route {
 	case routeInitialize:
-		params = r.filterInitializeParams(params)
+		r.initialize(ctx, f)
+	case routeInitialized:
+		// The relay sent its own when the server answered initialize.
 	case routeCancel:
-		r.cancel(ctx, params)
-		return
+		r.cancel(ctx, f.params)
+	default:
+		r.forward(ctx, f, f.params)
 	}
-	r.forward(ctx, f, params)
 }
 
 func (r *Relay) exposes(feature string) bool { return r.srv != nil && r.srv.Exposes(feature) }

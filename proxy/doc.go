@@ -38,6 +38,18 @@
 // denied; such a server is one whose behaviour differs from its definition,
 // which pins do not promise to catch.
 //
+// # Protocol versions
+//
+// The relay speaks one protocol version to the server, negotiated by
+// itself: its initialize asks for pin.ProtocolVersion (2025-11-25), with
+// the agent's clientInfo and the agent's capabilities the policy relays;
+// the server may answer with any of Versions, and a session it answers
+// with another version ends. The agent's initialize is answered with the
+// server's result, its capabilities filtered, and with the agent's own
+// version if it is one of Versions, else with 2025-11-25. So what the
+// agent asks for (2026-07-28, 9999-12-31) never changes what the server
+// sends: not whether it notifies, not the shape of its results.
+//
 // # Transports
 //
 // The agent's side is an AgentSide: one JSON-RPC message per frame. Run
@@ -64,9 +76,11 @@
 // connections after 90 s, and adds HTTPServer.Header to every request.
 // Plain http is accepted only to a loopback address (CheckURL).
 //
-// After the relay sends notifications/initialized, DialHTTP's connection
-// opens the standalone notification stream itself (the SDK opens it only
-// for its own client sessions):
+// The relay makes the initialize handshake itself and sends
+// notifications/initialized as soon as the server has answered, whatever
+// the agent does; then DialHTTP's connection opens the standalone
+// notification stream itself (the SDK opens it only for its own client
+// sessions):
 //
 //	GET /mcp HTTP/1.1
 //	Accept: text/event-stream

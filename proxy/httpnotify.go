@@ -26,7 +26,8 @@ const maxEvent = DefaultMaxFrame
 // notifications/tools/list_changed arrives there, and the pins must be
 // checked again after it.
 //
-// The stream is opened when the relay sends notifications/initialized, and
+// The stream is opened when the relay sends notifications/initialized
+// (which it does itself as soon as initialize is answered), and
 // its response headers are awaited before Write returns, so no
 // notification sent after the handshake is lost. A server that answers the
 // GET with 405 offers no stream (the spec allows it), as a stdio server

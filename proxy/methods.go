@@ -4,14 +4,15 @@ package proxy
 type route int
 
 const (
-	routeUnknown    route = iota // never forwarded: method.unknown
-	routeForward                 // relayed as is
-	routeFeature                 // relayed only if the server's expose list names the feature
-	routeToolsList               // relayed, response filtered to listable tools
-	routeToolsCall               // through the gate
-	routeInitialize              // relayed, capabilities filtered both ways
-	routeCancel                  // request id rewritten, relayed
-	routeLocal                   // answered by the proxy itself (server-to-client ping)
+	routeUnknown     route = iota // never forwarded: method.unknown
+	routeForward                  // relayed as is
+	routeFeature                  // relayed only if the server's expose list names the feature
+	routeToolsList                // relayed, response filtered to listable tools
+	routeToolsCall                // through the gate
+	routeInitialize               // the relay's own handshake with the server (initialize.go)
+	routeInitialized              // dropped: the relay sends its own
+	routeCancel                   // request id rewritten, relayed
+	routeLocal                    // answered by the proxy itself (server-to-client ping)
 )
 
 type methodInfo struct {
@@ -25,7 +26,7 @@ type methodInfo struct {
 var clientMethods = map[string]methodInfo{
 	"initialize":                       {route: routeInitialize},
 	"ping":                             {route: routeForward},
-	"notifications/initialized":        {route: routeForward},
+	"notifications/initialized":        {route: routeInitialized},
 	"notifications/cancelled":          {route: routeCancel},
 	"tools/list":                       {route: routeToolsList},
 	"tools/call":                       {route: routeToolsCall},

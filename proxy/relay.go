@@ -79,12 +79,13 @@ type Relay struct {
 	serverReqs map[string]jsonrpc.ID // server requests relayed to the agent, by our id
 	// gen counts the events after which a listing is stale: a forwarded
 	// tools/call answered, notifications/tools/list_changed received.
-	gen      uint64
-	gone     error // why the server is gone, once it is
-	stopped  error // why the relay stopped, once it has: nothing more is forwarded
-	fatal    chan error
-	closing  atomic.Bool // the relay closes the server itself: its going is no error
-	agentEOF atomic.Bool // the agent closed its input
+	gen       uint64
+	handshake bool  // the agent sent initialize
+	gone      error // why the server is gone, once it is
+	stopped   error // why the relay stopped, once it has: nothing more is forwarded
+	fatal     chan error
+	closing   atomic.Bool // the relay closes the server itself: its going is no error
+	agentEOF  atomic.Bool // the agent closed its input
 }
 
 // pending is a request sent to the server and not yet answered.

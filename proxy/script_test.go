@@ -200,6 +200,18 @@ type scriptSession struct {
 // agent's initialize, answered.
 func startScript(t testing.TB, cfg Config) *scriptSession {
 	t.Helper()
+	s := startBare(t, cfg)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	s.srv.handshake()
+	if got := s.recv(); !strings.Contains(got, `"id":"init"`) || !strings.Contains(got, `"result"`) {
+		t.Fatalf("answer to initialize: %s", got)
+	}
+	return s
+}
+
+// startBare is startScript without the handshake.
+func startBare(t testing.TB, cfg Config) *scriptSession {
+	t.Helper()
 	if cfg.Policy == nil {
 		cfg.Policy = scriptPolicy(t, "deny")
 	}
@@ -232,11 +244,6 @@ func startScript(t testing.TB, cfg Config) *scriptSession {
 		inW.Close()
 		srv.Close()
 	})
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	srv.handshake()
-	if got := s.recv(); !strings.Contains(got, `"id":"init"`) || !strings.Contains(got, `"result"`) {
-		t.Fatalf("answer to initialize: %s", got)
-	}
 	return s
 }
 

@@ -45,10 +45,7 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		return
 	}
 	result := []byte(m.Result)
-	switch p.method {
-	case "initialize":
-		result = r.filterInitializeResult(result)
-	case "tools/list":
+	if p.method == "tools/list" {
 		var err error
 		if result, err = r.filterToolsList(result); err != nil {
 			r.replyError(p.agentID, codeInternalError, "bankdoor: the bank server sent a tools/list result the proxy cannot check: "+err.Error(), nil)
