@@ -226,7 +226,7 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 			reason: fmt.Sprintf("the proxy could not list the server's tools to check the pin of %q: %v", truncate(call.Tool, 128), err)})
 		return
 	}
-	call.Live = live
+	call.Live, call.LiveDefinition = live.schema, live.definition
 	d := r.cfg.Gate.Decide(call)
 	if !d.Allow {
 		r.release(f.id)

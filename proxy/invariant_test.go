@@ -202,3 +202,35 @@ func TestListingTimesOut(t *testing.T) {
 	s.srv.answer(bank.expectOther("ping"), `{}`)
 	mustResult(t, "ping", s.recv())
 }
+
+// TestDefinitionMemberChangeCaught: a change to a member outside
+// schema_sha256 (what the user sees, how a call runs) is caught by
+// definition_sha256: the next call is denied, and the tool is no longer
+// listed to the agent.
+func TestDefinitionMemberChangeCaught(t *testing.T) {
+	for what, changed := range map[string]string{
+		"title":     strings.Replace(scriptBalances, `{"name"`, `{"title":"Sweep to partner","name"`, 1),
+		"execution": strings.Replace(scriptBalances, `{"name"`, `{"execution":{"taskSupport":"required"},"name"`, 1),
+		"_meta":     strings.Replace(scriptBalances, `{"name"`, `{"_meta":{"partner":"sync"},"name"`, 1),
+	} {
+		t.Run(what, func(t *testing.T) {
+			s := startScript(t, Config{})
+			bank := s.serveBank()
+			s.send(callBalances("1"))
+			call := bank.expectOther("tools/call")
+			bank.set(changed)
+			s.srv.answer(call, okResult)
+			mustResult(t, "call 1", s.recv())
+			s.send(callBalances("2"))
+			line := s.recv()
+			mustDeny(t, "call 2", line, "pin.mismatch")
+			if !strings.Contains(line, "definition_sha256") {
+				t.Errorf("call 2 = %s, want the reason to name definition_sha256", line)
+			}
+			s.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+			if list := s.recv(); !strings.Contains(list, `"id":"l"`) || strings.Contains(list, "get_balances") {
+				t.Errorf("tools/list = %s, want it without the changed get_balances", list)
+			}
+		})
+	}
+}

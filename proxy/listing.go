@@ -29,8 +29,12 @@ type listing struct {
 // listedTool is one tool of the listing and the page it is on.
 type listedTool struct {
 	sum  string // schema_sha256 of its definition
+	def  string // definition_sha256
 	page int
 }
+
+// livePins are the pins of the tools of a listing, for gate.Call.
+type livePins struct{ schema, definition map[string]string }
 
 // maxWalks bounds how many times the relay lists the server for one call
 // while the listing keeps going stale under it.
@@ -39,11 +43,11 @@ const maxWalks = 3
 // livePins returns the pins of the server's tools from a listing that is
 // fresh, and in which the page holding tool was the last page the server
 // answered: the server's last word on that tool before the call.
-func (r *Relay) livePins(ctx context.Context, tool string) (map[string]string, error) {
+func (r *Relay) livePins(ctx context.Context, tool string) (livePins, error) {
 	for range maxWalks {
 		if !r.fresh() {
 			if err := r.walk(ctx); err != nil {
-				return nil, err
+				return livePins{}, err
 			}
 			if !r.fresh() {
 				continue
@@ -52,19 +56,19 @@ func (r *Relay) livePins(ctx context.Context, tool string) (map[string]string, e
 		t, listed := r.pins.tools[tool]
 		if listed && r.pins.fetches[t.page] != r.pins.reads {
 			if err := r.reread(ctx, tool, t.page); err != nil {
-				return nil, err
+				return livePins{}, err
 			}
 			if !r.fresh() {
 				continue
 			}
 		}
-		live := make(map[string]string, len(r.pins.tools))
+		live := livePins{make(map[string]string, len(r.pins.tools)), make(map[string]string, len(r.pins.tools))}
 		for name, t := range r.pins.tools {
-			live[name] = t.sum
+			live.schema[name], live.definition[name] = t.sum, t.def
 		}
 		return live, nil
 	}
-	return nil, fmt.Errorf("the tool list went stale during each of %d listings (the server kept answering calls or saying its list changed)", maxWalks)
+	return livePins{}, fmt.Errorf("the tool list went stale during each of %d listings (the server kept answering calls or saying its list changed)", maxWalks)
 }
 
 // fresh reports whether the listing may still decide a call.
@@ -109,7 +113,7 @@ func (r *Relay) walk(ctx context.Context) error {
 				r.pins = listing{}
 				return fmt.Errorf("tools/list names tool %q twice", truncate(t.Name, 128))
 			}
-			l.tools[t.Name] = listedTool{sum: t.SHA256, page: n}
+			l.tools[t.Name] = listedTool{sum: t.SHA256, def: t.Definition, page: n}
 		}
 		if page.NextCursor == nil || string(page.NextCursor) == "null" {
 			l.ok = true
@@ -134,7 +138,7 @@ func (r *Relay) reread(ctx context.Context, tool string, n int) error {
 	r.pins.fetches[n] = r.pins.reads
 	for _, t := range page.Tools {
 		if t.Name == tool {
-			r.pins.tools[tool] = listedTool{sum: t.SHA256, page: n}
+			r.pins.tools[tool] = listedTool{sum: t.SHA256, def: t.Definition, page: n}
 			return nil
 		}
 	}

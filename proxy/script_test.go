@@ -150,10 +150,15 @@ func page(cursor string, defs ...string) string {
 	return out + "}"
 }
 
-// scriptPolicy pins get_balances as scriptBalances and allows list_accounts.
+// scriptPolicy pins get_balances as scriptBalances (schema_sha256 and
+// definition_sha256) and allows list_accounts.
 func scriptPolicy(t testing.TB, receipts string) *policy.Policy {
 	t.Helper()
 	_, sum, err := pin.Hash([]byte(scriptBalances))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := pin.HashDefinition([]byte(scriptBalances))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +176,12 @@ servers:
     tools:
       get_balances:
         schema_sha256: %s
+        definition_sha256: %s
         args:
           account: { type: string, max_length: 40 }
       list_accounts:
         schema_sha256: %s
-`, receipts, sum, accounts)
+`, receipts, sum, def, accounts)
 	p, err := policy.Parse("script.yaml", []byte(y))
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func (r *Relay) filterToolsList(result []byte) ([]byte, error) {
 	kept = append(kept, '[')
 	n := 0
 	for _, t := range l.Tools {
-		if d := r.cfg.Gate.Listable(r.cfg.Server, t.Name, t.SHA256); !d.Allow {
+		if d := r.cfg.Gate.Listable(r.cfg.Server, t.Name, t.SHA256, t.Definition); !d.Allow {
 			r.log.Info("hid a tool from tools/list", "tool", t.Name, "rule", d.Rule)
 			continue
 		}

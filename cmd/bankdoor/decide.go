@@ -58,7 +58,7 @@ func cmdDecide(e *env, args []string) int {
 		return fail(e, exitUsage, "--policy: %w", err)
 	}
 	if *toolsFile != "" {
-		if call.Live, err = readToolsFile(*toolsFile); err != nil {
+		if call.Live, call.LiveDefinition, err = readToolsFile(*toolsFile); err != nil {
 			return fail(e, exitUsage, "--tools-file %s: %w", *toolsFile, err)
 		}
 	}
@@ -88,27 +88,29 @@ func oneJSONValue(raw []byte) error {
 	return nil
 }
 
-func readToolsFile(path string) (map[string]string, error) {
+// readToolsFile returns the schema_sha256 and definition_sha256 of each
+// tool of a tools/list result.
+func readToolsFile(path string) (schema, definition map[string]string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi.Size() > maxToolsFile {
-		return nil, fmt.Errorf("larger than %d bytes", maxToolsFile)
+		return nil, nil, fmt.Errorf("larger than %d bytes", maxToolsFile)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l, err := pin.ParseList(b)
 	if err != nil {
-		return nil, hint(err, `give a tools/list result: {"tools": [...]}`)
+		return nil, nil, hint(err, `give a tools/list result: {"tools": [...]}`)
 	}
-	live := make(map[string]string, len(l.Tools))
+	schema, definition = make(map[string]string, len(l.Tools)), make(map[string]string, len(l.Tools))
 	for _, t := range l.Tools {
-		live[t.Name] = t.SHA256
+		schema[t.Name], definition[t.Name] = t.SHA256, t.Definition
 	}
-	return live, nil
+	return schema, definition, nil
 }
 
 func printDecision(e *env, d gate.Decision, asJSON, pinsSkipped bool) {

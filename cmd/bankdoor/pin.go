@@ -44,10 +44,10 @@ func cmdPin(e *env, args []string) int {
 	if err != nil {
 		return fail(e, exitFailure, "listing the tools of %q: %w", argv[0], err)
 	}
-	pins := make(map[string]string, len(tools))
+	pins := make(map[string]policy.Pin, len(tools))
 	for _, t := range tools {
 		fmt.Fprintf(e.stdout, "%s %s\n", t.SHA256, t.Name)
-		pins[t.Name] = t.SHA256
+		pins[t.Name] = policy.Pin{Schema: t.SHA256, Definition: t.Definition}
 	}
 	if !*write {
 		return exitOK
@@ -67,8 +67,8 @@ func loadPolicy(path, server string) (*policy.Policy, error) {
 	return p, nil
 }
 
-func writePins(e *env, p *policy.Policy, server string, pins map[string]string) int {
-	want := make(map[string]string)
+func writePins(e *env, p *policy.Policy, server string, pins map[string]policy.Pin) int {
+	want := make(map[string]policy.Pin)
 	for name := range p.Servers[server].Tools {
 		sum, listed := pins[name]
 		if !listed {

@@ -35,7 +35,7 @@ func BenchmarkDecideDenyName(b *testing.B) {
 func BenchmarkListable(b *testing.B) {
 	g := testGate(b)
 	for b.Loop() {
-		if d := g.Listable("bank", "get_transactions", pinA); !d.Allow {
+		if d := g.Listable("bank", "get_transactions", pinA, pinD); !d.Allow {
 			b.Fatalf("denied: %s", d.Reason)
 		}
 	}

@@ -21,7 +21,8 @@
 //	4      tool.not_allowed     the name is not a key of the server's tools (exact, case-sensitive)
 //	5      pin.missing          the tool has no schema_sha256 and require_pins is true
 //	5      pin.unlisted         the server's current tools/list has no tool of that name
-//	5      pin.mismatch         the listed definition's schema_sha256 differs from the pin
+//	5      pin.mismatch         the listed definition's schema_sha256, or its
+//	                            definition_sha256 where the policy pins one, differs
 //	5      pin.unavailable      (the proxy, not Decide) the server's tools/list could not be read
 //	6      args.too_large       the raw arguments are longer than 65536 bytes
 //	6      args.encoding        invalid UTF-8, or a \u escape of a lone surrogate

@@ -16,6 +16,10 @@ type Call struct {
 	// Live maps tool name to schema_sha256 for the server's current
 	// tools/list (package pin). A tool not in Live is unlisted.
 	Live map[string]string
+	// LiveDefinition maps tool name to definition_sha256 for the same
+	// listing; it is checked for tools the policy pins with
+	// definition_sha256.
+	LiveDefinition map[string]string
 	// SkipPinCheck skips check 5. Only `bankdoor decide` without
 	// --tools-file sets it.
 	SkipPinCheck bool
@@ -154,10 +158,10 @@ func (g *Gate) Decide(c Call) Decision {
 }
 
 // Listable runs checks 1 to 5 for a tool that the server's current
-// tools/list shows with schema_sha256 liveSHA. Only tools it allows are
-// shown to the agent.
-func (g *Gate) Listable(server, tool, liveSHA string) Decision {
-	c := Call{Server: server, Tool: tool, Live: map[string]string{tool: liveSHA}}
+// tools/list shows with schema_sha256 liveSHA and definition_sha256
+// liveDefinition. Only tools it allows are shown to the agent.
+func (g *Gate) Listable(server, tool, liveSHA, liveDefinition string) Decision {
+	c := Call{Server: server, Tool: tool, Live: map[string]string{tool: liveSHA}, LiveDefinition: map[string]string{tool: liveDefinition}}
 	r := &request{Call: &c}
 	all := checks()
 	for i, chk := range all[:5] {

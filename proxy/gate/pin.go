@@ -3,7 +3,8 @@ package gate
 import "fmt"
 
 // checkPin is check 5: the tool is listed by the server and its live
-// definition hashes to the pinned schema_sha256.
+// definition hashes to the pinned schema_sha256 and, if the policy pins
+// it, to the pinned definition_sha256.
 func (g *Gate) checkPin(c *request) (rule, reason string) {
 	if c.SkipPinCheck {
 		return "", ""
@@ -18,6 +19,9 @@ func (g *Gate) checkPin(c *request) (rule, reason string) {
 	}
 	if pinned != "" && live != pinned {
 		return "pin.mismatch", fmt.Sprintf("tool %s's live definition has schema_sha256 %s…, the policy pins %s…; review the changed definition, then pin the tool again", quote(c.Tool), short(live), short(pinned))
+	}
+	if def := c.tool.tool.DefinitionSHA256; def != "" && c.LiveDefinition[c.Tool] != def {
+		return "pin.mismatch", fmt.Sprintf("tool %s's live definition has definition_sha256 %s…, the policy pins %s…: a member of it changed (title, icons, outputSchema, execution, _meta or another); review the changed definition, then pin the tool again", quote(c.Tool), short(c.LiveDefinition[c.Tool]), short(def))
 	}
 	return "", ""
 }

@@ -60,10 +60,48 @@ func TestListable(t *testing.T) {
 		{"evil", "get_balances", pinB, want{2, "server.unknown", nil}},
 	}
 	for _, tt := range tests {
-		d := g.Listable(tt.server, tt.tool, tt.sha)
+		d := g.Listable(tt.server, tt.tool, tt.sha, pinD)
 		checkDecision(t, tt.server+"/"+tt.tool, d, tt.want)
 		if d.Args != nil || d.ArgNames != nil {
 			t.Errorf("Listable(%q) has argument evidence %+v", tt.tool, d)
 		}
+	}
+}
+
+// definitionPolicy pins get_balances by schema_sha256 and definition_sha256.
+const definitionPolicy = `version: 1
+id: gate-definition
+default: deny
+require_pins: true
+servers:
+  bank:
+    tools:
+      get_balances:
+        schema_sha256: ` + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" + `
+        definition_sha256: ` + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc" + `
+`
+
+// TestCheckPinDefinition: a tool pinned with definition_sha256 is denied
+// when a member outside schema_sha256 changed, though schema_sha256 holds;
+// a tool pinned the old way is not checked against it.
+func TestCheckPinDefinition(t *testing.T) {
+	g := New(mustParse(t, definitionPolicy))
+	for _, tt := range []struct {
+		label string
+		defs  map[string]string
+		want  want
+	}{
+		{"both hold", map[string]string{"get_balances": pinC}, want{}},
+		{"title changed", map[string]string{"get_balances": pinA}, want{5, "pin.mismatch", []string{"definition_sha256", "aaaaaaaaaaaa…", "cccccccccccc…"}}},
+		{"no definition listed", nil, want{5, "pin.mismatch", []string{"definition_sha256"}}},
+	} {
+		c := call("get_balances", "")
+		c.LiveDefinition = tt.defs
+		checkDecision(t, tt.label, g.Decide(c), tt.want)
+		checkDecision(t, tt.label+" (Listable)", g.Listable("bank", "get_balances", pinB, tt.defs["get_balances"]), tt.want)
+	}
+	old := New(mustParse(t, testPolicy))
+	if d := old.Decide(call("get_balances", "")); !d.Allow {
+		t.Errorf("a tool pinned by schema_sha256 alone, with no definition listed: %+v", d)
 	}
 }

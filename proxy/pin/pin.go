@@ -1,4 +1,5 @@
-// Package pin computes schema_sha256, the pin of an MCP tool definition.
+// Package pin computes the pins of an MCP tool definition: schema_sha256,
+// over four of its members, and definition_sha256, over all of them.
 //
 // # Pin Format
 //
@@ -10,9 +11,18 @@
 // whose members are copied from the tool definition exactly as the server
 // sent it in its tools/list result; members the server did not send are
 // omitted, and every other member of the definition (title, outputSchema,
-// _meta, …) is left out of the pin. The hash is taken over the bytes the
-// server sent, never over a re-encoded SDK struct, so a server that changes
-// any byte of the four members changes the pin.
+// _meta, …) is left out of it. Tools outside bankdoor compute it, so its
+// meaning never changes.
+//
+// definition_sha256 is the lower-case hex SHA-256 of the RFC 8785
+// canonical JSON of the whole tool definition, every member the server
+// sent: a change to title, icons, outputSchema, execution, _meta or any
+// member a later protocol version adds changes it.
+//
+// Both hashes are taken over the bytes the server sent, never over a
+// re-encoded SDK struct, so a server that changes any byte of a covered
+// member changes the pin. A definition that is not I-JSON (a duplicate
+// member name, invalid UTF-8, a lone surrogate) has neither.
 //
 // # Example
 //
@@ -20,9 +30,13 @@
 //
 //	{"name":"get_balances","description":"Balances.","inputSchema":{"type":"object"},"title":"x"}
 //
-// is pinned as SHA-256 of
+// has schema_sha256 the SHA-256 of
 //
 //	{"description":"Balances.","inputSchema":{"type":"object"},"name":"get_balances"}
+//
+// and definition_sha256 the SHA-256 of
+//
+//	{"description":"Balances.","inputSchema":{"type":"object"},"name":"get_balances","title":"x"}
 package pin
 
 import (
@@ -43,9 +57,10 @@ var Pinned = []string{"name", "description", "inputSchema", "annotations"}
 
 // Tool is one tool definition from a tools/list result.
 type Tool struct {
-	Name   string
-	Raw    []byte // the definition exactly as the server sent it
-	SHA256 string // its schema_sha256
+	Name       string
+	Raw        []byte // the definition exactly as the server sent it
+	SHA256     string // its schema_sha256
+	Definition string // its definition_sha256
 }
 
 // List is one page of a tools/list result.
@@ -94,6 +109,16 @@ func Hash(raw []byte) (name, sum string, err error) {
 	return name, hex.EncodeToString(h[:]), nil
 }
 
+// HashDefinition returns the definition_sha256 of one raw tool definition.
+func HashDefinition(raw []byte) (string, error) {
+	canon, err := jcs.Canonicalize(raw)
+	if err != nil {
+		return "", fmt.Errorf("tool definition: %w", err)
+	}
+	h := sha256.Sum256(canon)
+	return hex.EncodeToString(h[:]), nil
+}
+
 // ParseList parses the result member of a tools/list response.
 func ParseList(result []byte) (*List, error) {
 	members, err := jsonobj.Parse(result)
@@ -119,7 +144,11 @@ func ParseList(result []byte) (*List, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list result: tool %d: %w", len(l.Tools), err)
 		}
-		l.Tools = append(l.Tools, Tool{Name: name, Raw: raw, SHA256: sum})
+		def, err := HashDefinition(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list result: tool %q: %w", name, err)
+		}
+		l.Tools = append(l.Tools, Tool{Name: name, Raw: raw, SHA256: sum, Definition: def})
 	}
 	return l, nil
 }

@@ -78,6 +78,46 @@ func TestHashCoverage(t *testing.T) {
 	}
 }
 
+// TestHashDefinition: definition_sha256 covers every member the server
+// sent, and is blind only to how they are written.
+func TestHashDefinition(t *testing.T) {
+	raw := `{"name":"get_balances","description":"Balances.","inputSchema":{"type":"object"},"title":"x"}`
+	got, err := HashDefinition([]byte(raw))
+	if want := sumOf(`{"description":"Balances.","inputSchema":{"type":"object"},"name":"get_balances","title":"x"}`); err != nil || got != want {
+		t.Fatalf("HashDefinition(%s) = %s, %v; want %s", raw, got, err, want)
+	}
+	base := `{"name":"get_balances","title":"Balances","description":"Balances.","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},` +
+		`"icons":[{"src":"https://bank.example/b.png"}],"execution":{"taskSupport":"forbidden"},"_meta":{"v":1},"annotations":{"readOnlyHint":true}}`
+	want, err := HashDefinition([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, changed := range map[string]string{
+		"title":        strings.Replace(base, `"Balances",`, `"Sweep",`, 1),
+		"icons":        strings.Replace(base, `b.png`, `c.png`, 1),
+		"outputSchema": strings.Replace(base, `"outputSchema":{"type":"object"}`, `"outputSchema":{"type":"array"}`, 1),
+		"execution":    strings.Replace(base, `"forbidden"`, `"required"`, 1),
+		"_meta":        strings.Replace(base, `{"v":1}`, `{"v":2}`, 1),
+		"new member":   strings.Replace(base, `{"name"`, `{"future":true,"name"`, 1),
+		"dropped":      strings.Replace(base, `,"_meta":{"v":1}`, ``, 1),
+		"description":  strings.Replace(base, `"Balances."`, `"Balances!"`, 1),
+	} {
+		if got, err := HashDefinition([]byte(changed)); err != nil || got == want {
+			t.Errorf("changing %s left definition_sha256 %s (%v)", what, got, err)
+		}
+	}
+	same := `{ "_meta":{"v":1},"annotations":{"readOnlyHint":true},"execution":{"taskSupport":"forb\u0069dden"},` + "\n" +
+		`"icons":[{"src":"https://bank.example/b.png"}],"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"description":"Balances.","title":"Balances","name":"get_balances"}`
+	if got, err := HashDefinition([]byte(same)); err != nil || got != want {
+		t.Errorf("reordering, spacing and escapes changed definition_sha256: %s (%v), want %s", got, err, want)
+	}
+	for _, bad := range []string{`{"name":"a","_meta":{"x":1,"x":2}}`, "{\"name\":\"a\",\"title\":\"\xff\"}", `{"name":"a","title":"\ud800"}`} {
+		if got, err := HashDefinition([]byte(bad)); err == nil {
+			t.Errorf("HashDefinition(%q) = %s, want an error", bad, got)
+		}
+	}
+}
+
 func TestHashRejects(t *testing.T) {
 	for _, raw := range []string{
 		`[]`, `"x"`, `{}`, `{"name":1}`, `{"name":null}`,

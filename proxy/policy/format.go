@@ -41,6 +41,9 @@ func writeTool(b *bytes.Buffer, t *Tool) {
 	if t.SchemaSHA256 != "" {
 		fmt.Fprintf(b, "        schema_sha256: %s\n", quote(t.SchemaSHA256))
 	}
+	if t.DefinitionSHA256 != "" {
+		fmt.Fprintf(b, "        definition_sha256: %s\n", quote(t.DefinitionSHA256))
+	}
 	if len(t.Args) == 0 {
 		b.WriteString("        args: {}\n")
 		return

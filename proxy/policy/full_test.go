@@ -45,15 +45,16 @@ func TestParseFull(t *testing.T) {
 				Name: "bank", Expose: []string{"resources", "prompts"}, Line: 9, Column: 3,
 				Tools: map[string]*Tool{
 					"get_transactions": {
-						Name:         "get_transactions",
-						SchemaSHA256: "181ce1e9c6ba00ee4d4d2b4cbd10b1b76cb4c3e67cb8ab0457f5bd5cfb8fe17d",
-						Line:         12, Column: 7,
+						Name:             "get_transactions",
+						SchemaSHA256:     "181ce1e9c6ba00ee4d4d2b4cbd10b1b76cb4c3e67cb8ab0457f5bd5cfb8fe17d",
+						DefinitionSHA256: "0123456789012345678901234567890123456789012345678901234567890123",
+						Line:             12, Column: 7,
 						Args: fullArgs(),
 					},
-					"list_accounts": {Name: "list_accounts", Args: map[string]*Arg{}, Line: 26, Column: 7},
+					"list_accounts": {Name: "list_accounts", Args: map[string]*Arg{}, Line: 27, Column: 7},
 				},
 			},
-			"other-server_2": {Name: "other-server_2", Tools: map[string]*Tool{}, Line: 27, Column: 3},
+			"other-server_2": {Name: "other-server_2", Tools: map[string]*Tool{}, Line: 28, Column: 3},
 		},
 	}
 	if diff := cmp.Diff(want, got, cmpRegexp); diff != "" {
@@ -66,25 +67,25 @@ func fullArgs() map[string]*Arg {
 		"account_id": {
 			Name: "account_id", Type: "string", Required: true,
 			Pattern: "acc_[a-z0-9_]{1,32}", Re: regexp.MustCompile(`^(?:acc_[a-z0-9_]{1,32})$`),
-			MaxLength: ptr(40), Line: 15, Column: 11,
+			MaxLength: ptr(40), Line: 16, Column: 11,
 		},
-		"limit": {Name: "limit", Type: "integer", Min: ptr(1.0), Max: ptr(100.0), Line: 16, Column: 11},
+		"limit": {Name: "limit", Type: "integer", Min: ptr(1.0), Max: ptr(100.0), Line: 17, Column: 11},
 		"since": {
 			Name: "since", Type: "string",
 			Pattern: `\d{4}-\d{2}-\d{2}`, Re: regexp.MustCompile(`^(?:\d{4}-\d{2}-\d{2})$`),
-			MinLength: ptr(10), MaxLength: ptr(10), Line: 17, Column: 11,
+			MinLength: ptr(10), MaxLength: ptr(10), Line: 18, Column: 11,
 		},
-		"currency": {Name: "currency", Type: "string", Enum: []string{`"USD"`, `"EUR"`, `"café"`, `"a\"b"`}, Line: 18, Column: 11},
+		"currency": {Name: "currency", Type: "string", Enum: []string{`"USD"`, `"EUR"`, `"café"`, `"a\"b"`}, Line: 19, Column: 11},
 		"ratio": {
 			Name: "ratio", Type: "number", Min: ptr(-1.5), Max: ptr(2500.0),
-			Enum: []string{"0.5", "1", "-1", "1e-7"}, Line: 19, Column: 11,
+			Enum: []string{"0.5", "1", "-1", "1e-7"}, Line: 20, Column: 11,
 		},
-		"flag": {Name: "flag", Type: "boolean", Enum: []string{"true"}, Line: 20, Column: 11},
+		"flag": {Name: "flag", Type: "boolean", Enum: []string{"true"}, Line: 21, Column: 11},
 		"big": {
 			Name: "big", Type: "integer", Min: ptr(-9007199254740992.0), Max: ptr(9007199254740992.0),
-			Enum: []string{"0", "7"}, Line: 24, Column: 11,
+			Enum: []string{"0", "7"}, Line: 25, Column: 11,
 		},
-		"empty_ok": {Name: "empty_ok", Type: "string", Re: regexp.MustCompile(`^(?:)$`), MaxLength: ptr(0), Line: 25, Column: 11},
+		"empty_ok": {Name: "empty_ok", Type: "string", Re: regexp.MustCompile(`^(?:)$`), MaxLength: ptr(0), Line: 26, Column: 11},
 	}
 }
 

@@ -87,9 +87,9 @@ func FuzzPinText(f *testing.F) {
 			return
 		}
 		for name, s := range p.Servers {
-			pins := make(map[string]string)
+			pins := make(map[string]Pin)
 			for tool := range s.Tools {
-				pins[tool] = pinOf('c')
+				pins[tool] = Pin{Schema: pinOf('c'), Definition: pinOf('d')}
 			}
 			out, changed, _, err := pinText("f.yaml", data, name, pins)
 			if err != nil || len(changed) == 0 {
@@ -100,8 +100,8 @@ func FuzzPinText(f *testing.F) {
 				t.Fatalf("pinned text does not parse: %v", err)
 			}
 			for tool := range s.Tools {
-				if got := q.Servers[name].Tools[tool].SchemaSHA256; got != pinOf('c') {
-					t.Fatalf("tool %s pinned %q", tool, got)
+				if got := q.Servers[name].Tools[tool]; got.SchemaSHA256 != pinOf('c') || got.DefinitionSHA256 != pinOf('d') {
+					t.Fatalf("tool %s pinned %q, %q", tool, got.SchemaSHA256, got.DefinitionSHA256)
 				}
 			}
 		}

@@ -30,6 +30,9 @@ func (p Problem) String() string {
 //     allowlist says;
 //   - pin.missing: require_pins is true and an allowed tool has no
 //     schema_sha256, so the gate denies it;
+//   - pin.schema_only: an allowed tool is pinned by schema_sha256 alone, the
+//     old way, so a change to a member outside it (title, icons,
+//     outputSchema, execution, _meta) is not caught;
 //   - server.no_tools: a server allows no tools;
 //   - args.unbounded (a warning): a string argument has no pattern, enum or
 //     max_length, so it carries any text the gate's size limits allow.
@@ -59,6 +62,9 @@ func lintTool(p *Policy, s *Server, t *Tool, add func(line, col int, rule, forma
 	}
 	if p.RequirePins && t.SchemaSHA256 == "" {
 		add(t.Line, t.Column, "pin.missing", "tool %q of server %q has no schema_sha256 and require_pins is true, so the gate denies it until the tool is pinned", t.Name, s.Name)
+	}
+	if t.SchemaSHA256 != "" && t.DefinitionSHA256 == "" {
+		add(t.Line, t.Column, "pin.schema_only", "tool %q of server %q is pinned by schema_sha256 alone, so a change to its title, icons, outputSchema, execution or _meta is not caught; pin it again to add definition_sha256", t.Name, s.Name)
 	}
 	for _, a := range t.Args {
 		if a.Type == "string" && a.Re == nil && a.Enum == nil && a.MaxLength == nil {

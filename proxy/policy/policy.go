@@ -24,6 +24,7 @@
 //	    tools:
 //	      get_transactions:        # exact, case-sensitive tool name, [A-Za-z0-9_-]{1,128}
 //	        schema_sha256: 181c…   # 64 lower-case hex digits, from `bankdoor pin`
+//	        definition_sha256: 9b0e…  # the whole definition, from `bankdoor pin --write`
 //	        args:                  # at most 32; names [A-Za-z0-9_-]{1,64}
 //	          account_id: { type: string, required: true, pattern: "acc_[a-z0-9_]{1,32}", max_length: 40 }
 //	          limit: { type: integer, min: 1, max: 100 }
@@ -32,8 +33,13 @@
 // never_allow words are ASCII letters and digits, stored lower-case; they
 // only ever add to the built-in words of package words. expose entries are
 // names from Features, each at most once. A tool's value is a mapping, {}
-// if it takes no arguments. schema_sha256 is taken as written even where
-// YAML, unquoted, would read it as a number (a digest of digits only).
+// if it takes no arguments. schema_sha256 and definition_sha256 are taken
+// as written even where YAML, unquoted, would read them as a number (a
+// digest of digits only). schema_sha256 covers the tool's name,
+// description, inputSchema and annotations; definition_sha256 covers every
+// member the server sends (title, icons, outputSchema, execution, _meta
+// included), so that a change to what the user sees or to how a call runs
+// is caught too (see package proxy/pin).
 //
 // An argument has a type (string, integer, number or boolean) and
 // optional constraints:
@@ -65,8 +71,9 @@
 //
 // Lint reports policies that load but probably do not do what their author
 // wants, with the rule ids name.write_word, pin.missing, server.no_tools
-// and args.unbounded. SetPins writes schema_sha256 values into a policy
-// file in place, keeping its comments and layout.
+// pin.schema_only and args.unbounded. SetPins writes schema_sha256 and
+// definition_sha256 values into a policy file in place, keeping its
+// comments and layout.
 package policy
 
 import "regexp"
@@ -114,9 +121,12 @@ func (s *Server) Exposes(feature string) bool {
 type Tool struct {
 	Name         string
 	SchemaSHA256 string // "" when unpinned
-	Args         map[string]*Arg
-	Line         int // position of the tool's key in the file
-	Column       int
+	// DefinitionSHA256 pins the whole definition (package proxy/pin);
+	// "" when the tool is pinned by schema_sha256 alone, or not at all.
+	DefinitionSHA256 string
+	Args             map[string]*Arg
+	Line             int // position of the tool's key in the file
+	Column           int
 }
 
 // Arg is the specification of one argument of a tool.

@@ -12,25 +12,34 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// SetPins sets schema_sha256 of tools of server in the policy file at path
-// to the values in pins (tool name -> 64 lower-case hex digits).
+// Pin is what SetPins writes for one tool: its schema_sha256 and, if not
+// empty, its definition_sha256 (64 lower-case hex digits each).
+type Pin struct {
+	Schema     string
+	Definition string
+}
+
+// SetPins sets the pins of tools of server in the policy file at path to
+// the values in pins: schema_sha256, and definition_sha256 where a Pin
+// has one (an existing definition_sha256 is left alone otherwise).
 //
 // The file is edited as text, so comments, key order, quoting and layout
-// are kept: an existing schema_sha256 value is replaced where it stands; a
-// missing one becomes the tool's first key, on a new line after the tool's
-// name (block style) or after its "{" (flow style). Before writing,
-// SetPins parses the result and checks that it means the same policy with
-// only the pins changed; if not, it writes nothing and returns an error
-// naming the tool to pin by hand. The file is replaced atomically (a
-// temporary file in the same directory, fsync, rename), keeping its mode;
-// a symbolic link is followed, not replaced.
+// are kept: an existing value is replaced where it stands; a missing
+// schema_sha256 becomes the tool's first key, on a new line after the
+// tool's name (block style) or after its "{" (flow style), and a missing
+// definition_sha256 follows schema_sha256. Before writing, SetPins parses
+// the result and checks that it means the same policy with only the pins
+// changed; if not, it writes nothing and returns an error naming the tool
+// to pin by hand. The file is replaced atomically (a temporary file in the
+// same directory, fsync, rename), keeping its mode; a symbolic link is
+// followed, not replaced.
 //
-// changed lists, sorted, the tools whose pin was added or altered; a tool
-// whose pin already had the value is not listed and, if nothing changed,
-// the file is not written. notInPolicy lists, sorted, the tools in pins
-// that the policy does not allow for server: SetPins never adds a tool.
-// The file must load without error first, and server must be in it.
-func SetPins(path, server string, pins map[string]string) (changed, notInPolicy []string, err error) {
+// changed lists, sorted, the tools whose pins were added or altered; a
+// tool whose pins already had the values is not listed and, if nothing
+// changed, the file is not written. notInPolicy lists, sorted, the tools
+// in pins that the policy does not allow for server: SetPins never adds a
+// tool. The file must load without error first, and server must be in it.
+func SetPins(path, server string, pins map[string]Pin) (changed, notInPolicy []string, err error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: %w", err)
@@ -71,7 +80,7 @@ func readPolicy(path string) ([]byte, os.FileMode, error) {
 
 // pinText returns data with the pins set, and the tools changed and
 // missing. name is the file name for messages.
-func pinText(name string, data []byte, server string, pins map[string]string) (out []byte, changed, missing []string, err error) {
+func pinText(name string, data []byte, server string, pins map[string]Pin) (out []byte, changed, missing []string, err error) {
 	p, err := Parse(name, data)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("policy: fix %s before pinning: %w", name, err)
@@ -85,9 +94,11 @@ func pinText(name string, data []byte, server string, pins map[string]string) (o
 		switch {
 		case t == nil:
 			missing = append(missing, tool)
-		case !isPin(pins[tool]):
-			return nil, nil, nil, fmt.Errorf("policy: pin %q for tool %q is not 64 lower-case hex digits", truncate(pins[tool]), tool)
-		case t.SchemaSHA256 != pins[tool]:
+		case !isPin(pins[tool].Schema):
+			return nil, nil, nil, fmt.Errorf("policy: pin %q for tool %q is not 64 lower-case hex digits", truncate(pins[tool].Schema), tool)
+		case pins[tool].Definition != "" && !isPin(pins[tool].Definition):
+			return nil, nil, nil, fmt.Errorf("policy: definition pin %q for tool %q is not 64 lower-case hex digits", truncate(pins[tool].Definition), tool)
+		case t.SchemaSHA256 != pins[tool].Schema, pins[tool].Definition != "" && t.DefinitionSHA256 != pins[tool].Definition:
 			changed = append(changed, tool)
 		}
 	}
@@ -105,12 +116,15 @@ func pinText(name string, data []byte, server string, pins map[string]string) (o
 }
 
 // checkPinned checks that out parses to p with the pins of server set.
-func checkPinned(name string, out []byte, p *Policy, server string, pins map[string]string) error {
+func checkPinned(name string, out []byte, p *Policy, server string, pins map[string]Pin) error {
 	q, err := Parse(name, out)
 	if err == nil {
 		for tool, pin := range pins {
 			if t := p.Servers[server].Tools[tool]; t != nil {
-				t.SchemaSHA256 = pin
+				t.SchemaSHA256 = pin.Schema
+				if pin.Definition != "" {
+					t.DefinitionSHA256 = pin.Definition
+				}
 			}
 		}
 		if !bytes.Equal(canonical(p), canonical(q)) {
@@ -118,7 +132,7 @@ func checkPinned(name string, out []byte, p *Policy, server string, pins map[str
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("policy: cannot set the pins in %s in place (%v); write the schema_sha256 lines by hand", name, err)
+		return fmt.Errorf("policy: cannot set the pins in %s in place (%v); write the schema_sha256 and definition_sha256 lines by hand", name, err)
 	}
 	return nil
 }
@@ -129,7 +143,7 @@ type edit struct {
 	ins      string
 }
 
-func applyPins(name string, data []byte, server string, tools []string, pins map[string]string) ([]byte, error) {
+func applyPins(name string, data []byte, server string, tools []string, pins map[string]Pin) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 {
 		return nil, fmt.Errorf("policy: %s: cannot re-read the file: %v", name, err)
@@ -144,11 +158,11 @@ func applyPins(name string, data []byte, server string, tools []string, pins map
 		if k == nil {
 			return nil, fmt.Errorf("policy: %s: tool %q not found when re-reading the file", name, tool)
 		}
-		e, err := pinEdit(src, k, v, pins[tool])
+		es, err := pinEdits(src, k, v, pins[tool])
 		if err != nil {
-			return nil, fmt.Errorf("policy: %s:%d:%d: tool %q: %w; write its schema_sha256 by hand", name, k.Line, k.Column, tool, err)
+			return nil, fmt.Errorf("policy: %s:%d:%d: tool %q: %w; write its schema_sha256 and definition_sha256 by hand", name, k.Line, k.Column, tool, err)
 		}
-		edits = append(edits, e)
+		edits = append(edits, es...)
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return b.off - a.off })
 	out := bytes.Clone(data)

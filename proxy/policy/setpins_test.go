@@ -11,7 +11,16 @@ import (
 
 func pinOf(c byte) string { return strings.Repeat(string(c), 64) }
 
-// pinsIn are the pins the tests set in testdata/pins.yaml.
+// schemaOnly is pins with schema_sha256 values only.
+func schemaOnly(pins map[string]string) map[string]Pin {
+	out := make(map[string]Pin, len(pins))
+	for tool, sum := range pins {
+		out[tool] = Pin{Schema: sum}
+	}
+	return out
+}
+
+// pinsIn are the schema pins the tests set in testdata/pins.yaml.
 func pinsIn() map[string]string {
 	return map[string]string{
 		"get_balances":     pinOf('a'),
@@ -69,7 +78,7 @@ func TestSetPins(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := conv(string(orig))
 			path := writeTemp(t, in, 0o640)
-			changed, missing, err := SetPins(path, "bank", pinsIn())
+			changed, missing, err := SetPins(path, "bank", schemaOnly(pinsIn()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +132,7 @@ func TestSetPinsUnchanged(t *testing.T) {
 	in := toolDoc("schema_sha256: " + pinOf('a'))
 	path := writeTemp(t, in, 0o600)
 	before, _ := os.Stat(path)
-	changed, missing, err := SetPins(path, "bank", map[string]string{"get_x": pinOf('a')})
+	changed, missing, err := SetPins(path, "bank", map[string]Pin{"get_x": {Schema: pinOf('a')}})
 	if err != nil || changed != nil || missing != nil {
 		t.Fatalf("SetPins = %q, %q, %v; want nothing changed", changed, missing, err)
 	}
@@ -139,7 +148,7 @@ func TestSetPinsSymlink(t *testing.T) {
 	if err := os.Symlink(path, link); err != nil {
 		t.Skip("no symlinks:", err)
 	}
-	if _, _, err := SetPins(link, "bank", map[string]string{"get_x": pinOf('a')}); err != nil {
+	if _, _, err := SetPins(link, "bank", map[string]Pin{"get_x": {Schema: pinOf('a')}}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -164,11 +173,11 @@ func TestSetPinsErrors(t *testing.T) {
 		{"file does not load", valid + "x: 1\n", "bank", map[string]string{"get_x": pinOf('a')},
 			`before pinning: `},
 		{"pin written with escapes", toolDoc(`schema_sha256: "\x61` + pinOf('a')[1:] + `"`), "bank", map[string]string{"get_x": pinOf('b')},
-			`:7:7: tool "get_x": schema_sha256 is written with escapes or across lines; write its schema_sha256 by hand`},
+			`:7:7: tool "get_x": its pin is written with escapes or across lines; write its schema_sha256 and definition_sha256 by hand`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, tc.in, 0o644)
-			_, _, err := SetPins(path, tc.server, tc.pins)
+			_, _, err := SetPins(path, tc.server, schemaOnly(tc.pins))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("SetPins error %v, want one containing %q", err, tc.want)
 			}
@@ -189,7 +198,7 @@ func TestSetPinsNumericPin(t *testing.T) {
 		toolDoc("schema_sha256: " + pinOf('a')),
 	} {
 		path := writeTemp(t, in, 0o644)
-		if _, _, err := SetPins(path, "bank", map[string]string{"get_x": digits}); err != nil {
+		if _, _, err := SetPins(path, "bank", map[string]Pin{"get_x": {Schema: digits}}); err != nil {
 			t.Fatalf("%q: %v", in, err)
 		}
 		got, _ := os.ReadFile(path)
@@ -207,7 +216,7 @@ func TestCheckPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins := map[string]string{"get_x": pinOf('a')}
+	pins := map[string]Pin{"get_x": {Schema: pinOf('a')}}
 	good := strings.Replace(in, "      get_x:\n", "      get_x:\n        schema_sha256: "+pinOf('a')+"\n", 1)
 	if err := checkPinned("t.yaml", []byte(good), p, "bank", pins); err != nil {
 		t.Errorf("good edit refused: %v", err)
@@ -222,3 +231,43 @@ func TestCheckPinned(t *testing.T) {
 		t.Errorf("edit without the pin accepted")
 	}
 }
+
+// TestSetPinsDefinition: definition_sha256 is added after schema_sha256,
+// existing or new, in block and flow style, and replaced where it stands.
+func TestSetPinsDefinition(t *testing.T) {
+	a, b, c, d := pinOf('a'), pinOf('b'), pinOf('c'), pinOf('d')
+	for _, tc := range []struct{ name, in, out string }{
+		{"block, both new", "get_x:  # c\n  args: {}", "get_x:  # c\n  schema_sha256: " + a + "\n  definition_sha256: " + b + "\n  args: {}"},
+		{"block, schema kept", "get_x:\n    schema_sha256: " + c + "  # old\n    args: {}", "get_x:\n    schema_sha256: " + a + "  # old\n    definition_sha256: " + b + "\n    args: {}"},
+		{"block, both replaced", "get_x:\n  definition_sha256: '" + d + "'\n  schema_sha256: " + c, "get_x:\n  definition_sha256: '" + b + "'\n  schema_sha256: " + a},
+		{"flow, both new", "get_x: {args: {}}", "get_x: {schema_sha256: " + a + ", definition_sha256: " + b + ", args: {}}"},
+		{"flow, empty", "get_x: {}", "get_x: {schema_sha256: " + a + ", definition_sha256: " + b + "}"},
+		{"flow, schema kept", `get_x: {schema_sha256: "` + c + `", args: {}}`, `get_x: {schema_sha256: "` + a + `", definition_sha256: ` + b + `, args: {}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeTemp(t, toolDocRaw(tc.in), 0o644)
+			changed, _, err := SetPins(path, "bank", map[string]Pin{"get_x": {Schema: a, Definition: b}})
+			if err != nil || len(changed) != 1 {
+				t.Fatalf("SetPins = %q, %v", changed, err)
+			}
+			got, _ := os.ReadFile(path)
+			if diff := cmp.Diff(toolDocRaw(tc.out), string(got)); diff != "" {
+				t.Errorf("file after SetPins (-want +got):\n%s", diff)
+			}
+			p, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tl := p.Servers["bank"].Tools["get_x"]; tl.SchemaSHA256 != a || tl.DefinitionSHA256 != b {
+				t.Errorf("pinned %q, %q", tl.SchemaSHA256, tl.DefinitionSHA256)
+			}
+			if changed, _, err := SetPins(path, "bank", map[string]Pin{"get_x": {Schema: a, Definition: b}}); err != nil || changed != nil {
+				t.Errorf("pinning again = %q, %v; want nothing changed", changed, err)
+			}
+		})
+	}
+}
+
+// toolDocRaw puts lines (the tool's key and value, starting "get_x:")
+// under the tools of server bank.
+func toolDocRaw(lines string) string { return header + indent(lines, 6) }

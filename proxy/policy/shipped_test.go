@@ -141,9 +141,9 @@ func TestBankmcpPin(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := writeTemp(t, string(orig), 0o644)
-	pins := make(map[string]string)
+	pins := make(map[string]Pin)
 	for i, tool := range bankmcpAllowed {
-		pins[tool] = pinOf("abcde"[i])
+		pins[tool] = Pin{Schema: pinOf("abcde"[i]), Definition: pinOf("56789"[i])}
 	}
 	changed, missing, err := SetPins(path, "bankmcp", pins)
 	if err != nil || len(changed) != len(bankmcpAllowed) || missing != nil {

@@ -160,22 +160,24 @@ func (d *decoder) tool(k, v *yaml.Node) *Tool {
 	t := &Tool{Name: k.Value, Args: make(map[string]*Arg), Line: k.Line, Column: k.Column}
 	what := fmt.Sprintf("tool %q", t.Name)
 	d.fields(v, what, []field{
-		{key: "schema_sha256", set: func(_, v *yaml.Node) { t.SchemaSHA256 = d.pin(v, what) }},
+		{key: "schema_sha256", set: func(_, v *yaml.Node) { t.SchemaSHA256 = d.pin(v, "schema_sha256", what) }},
+		{key: "definition_sha256", set: func(_, v *yaml.Node) { t.DefinitionSHA256 = d.pin(v, "definition_sha256", what) }},
 		{key: "args", set: func(_, v *yaml.Node) { t.Args = d.args(v, what) }},
 	})
 	return t
 }
 
-// pin decodes a schema_sha256 value. A digest written without quotes that
-// happens to be all digits (or digits around one e) is a number to YAML,
-// but its text is still the digest, so it is accepted as written.
-func (d *decoder) pin(n *yaml.Node, tool string) string {
+// pin decodes a schema_sha256 or definition_sha256 value. A digest
+// written without quotes that happens to be all digits (or digits around
+// one e) is a number to YAML, but its text is still the digest, so it is
+// accepted as written.
+func (d *decoder) pin(n *yaml.Node, key, tool string) string {
 	if n.Kind == yaml.ScalarNode && n.Style == 0 && isPin(n.Value) {
 		return n.Value
 	}
-	s, ok := d.str(n, fmt.Sprintf(`"schema_sha256" of %s`, tool))
+	s, ok := d.str(n, fmt.Sprintf(`%q of %s`, key, tool))
 	if ok && !isPin(s) {
-		d.errorf(n, "schema_sha256 %q of %s is not 64 lower-case hex digits (the SHA-256 of the tool's definition); pin the tool again, or remove the key", truncate(s), tool)
+		d.errorf(n, "%s %q of %s is not 64 lower-case hex digits (the SHA-256 of the tool's definition); pin the tool again, or remove the key", key, truncate(s), tool)
 	}
 	return s
 }
