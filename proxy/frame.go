@@ -49,20 +49,26 @@ var envelopeMembers = map[string]bool{"jsonrpc": true, "id": true, "method": tru
 // inside params so that the gate can name it (args.encoding); everything
 // the relay forwards without the gate is checked strictly by the caller.
 func parseFrame(line []byte) (*frame, *denial) {
-	trimmed := bytes.TrimSpace(line)
+	lead := len(line) - len(bytes.TrimLeft(line, jsonSpace))
+	trimmed := bytes.Trim(line, jsonSpace)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return nil, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "JSON-RPC batches are not relayed; send one message per line"}
 	}
 	obj, err := jsonobj.ParseLenient(trimmed)
 	if err != nil {
 		var dup *jsonobj.DuplicateError
+		var se *jsontext.SyntacticError
 		switch {
 		case errors.As(err, &dup):
-			return nil, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: fmt.Sprintf("message has member %q twice", dup.Name)}
+			return nil, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: fmt.Sprintf("message has member %q twice", truncate(dup.Name, 64))}
 		case errors.Is(err, jsonobj.ErrNotObject):
 			return nil, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "message is not a JSON object"}
+		case errors.As(err, &se):
+			// The offset, never jsontext's text: its JSON pointer could
+			// carry an argument's value into a receipt.
+			return nil, &denial{code: codeParseError, rule: "frame.parse", reason: fmt.Sprintf("not valid JSON (syntax error at byte %d); only space, tab, CR and LF may surround a message", int64(lead)+se.ByteOffset)}
 		}
-		return nil, &denial{code: codeParseError, rule: "frame.parse", reason: "not valid JSON: " + err.Error()}
+		return nil, &denial{code: codeParseError, rule: "frame.parse", reason: "not valid JSON (data after the message); send one message per line"}
 	}
 	f := &frame{raw: trimmed}
 	for _, m := range obj {
@@ -99,6 +105,11 @@ func parseFrame(line []byte) (*frame, *denial) {
 	}
 	return f, nil
 }
+
+// jsonSpace is the whitespace of RFC 8259, the only bytes that may
+// surround a message: U+00A0, U+2028, U+3000, a byte order mark and the
+// other characters Unicode calls spaces make a frame.parse.
+const jsonSpace = " \t\r\n"
 
 // isBlank reports whether a frame holds nothing but JSON whitespace
 // (space, tab, CR, LF); such a frame is skipped.

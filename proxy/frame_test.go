@@ -44,6 +44,13 @@ func TestParseFrame(t *testing.T) {
 		{name: "not-json", in: `hello`, rule: "frame.parse", code: codeParseError},
 		{name: "truncated", in: `{"jsonrpc":"2.0","id":1,`, rule: "frame.parse", code: codeParseError},
 		{name: "trailing", in: `{"jsonrpc":"2.0","id":1,"method":"ping"} {}`, rule: "frame.parse", code: codeParseError},
+		{name: "json-space", in: " \t\r{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\t \r", method: "ping", id: "1"},
+		{name: "nbsp-before", in: "\u00a0" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, rule: "frame.parse", code: codeParseError},
+		{name: "line-separator-after", in: `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\u2028", rule: "frame.parse", code: codeParseError},
+		{name: "ideographic-space", in: "\u3000" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, rule: "frame.parse", code: codeParseError},
+		{name: "byte-order-mark", in: "\ufeff" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, rule: "frame.parse", code: codeParseError},
+		{name: "next-line", in: `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\u0085", rule: "frame.parse", code: codeParseError},
+		{name: "vertical-tab", in: "\v" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, rule: "frame.parse", code: codeParseError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,4 +160,20 @@ func FuzzParseFrame(f *testing.F) {
 			t.Fatalf("denial without rule or code: %+v", dn)
 		}
 	})
+}
+
+// TestFrameParseReasonHoldsNoValue: a frame.parse reason gives a byte
+// offset, never jsontext's text with its JSON pointer, which would carry
+// a nested member name (an argument's value) into the receipt.
+func TestFrameParseReasonHoldsNoValue(t *testing.T) {
+	for _, in := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_balances","arguments":{"a":{"SECRET-4111":}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_balances","arguments":{"SECRET-4111":1 "x":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":["SECRET-4111" 1]}}}`,
+	} {
+		_, dn := parseFrame([]byte(in))
+		if dn == nil || dn.rule != "frame.parse" || strings.Contains(dn.reason, "SECRET") || strings.Contains(dn.reason, "4111") || !strings.Contains(dn.reason, "byte ") {
+			t.Errorf("parseFrame(%s) = %+v; want frame.parse with a byte offset and no member name", in, dn)
+		}
+	}
 }

@@ -105,23 +105,23 @@ func bytesRule(raw []byte) (rule, reason string) {
 func (a *args) walk(dec *jsontext.Decoder) (rule, reason string) {
 	if k := dec.PeekKind(); k != '{' {
 		if _, err := dec.ReadValue(); err != nil {
-			return syntaxRule(err)
+			return syntaxRule(err, false)
 		}
 		return trailing(dec, "arguments are "+kindName(k)+"; send a JSON object (absent or null arguments mean {})")
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return syntaxRule(err)
+		return syntaxRule(err, true)
 	}
 	var ms []member
 	for dec.PeekKind() != '}' {
 		m, err := readMember(dec)
 		if err != nil {
-			return syntaxRule(err)
+			return syntaxRule(err, true)
 		}
 		ms = append(ms, m)
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return syntaxRule(err)
+		return syntaxRule(err, true)
 	}
 	if rule, reason = trailing(dec, ""); rule != "" {
 		return rule, reason
@@ -172,18 +172,27 @@ func trailing(dec *jsontext.Decoder, notObject string) (rule, reason string) {
 	return "", ""
 }
 
-// syntaxRule maps a jsontext error to a rule of check 6.
-func syntaxRule(err error) (rule, reason string) {
+// syntaxRule maps a jsontext error to a rule of check 6. The reason names
+// at most the top-level argument (when the value is an object) and a byte
+// offset: never a nested member name, never jsontext's own text, whose
+// JSON pointer could carry a value into a receipt.
+func syntaxRule(err error, object bool) (rule, reason string) {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
-		return "args.not_object", "arguments are not one well-formed JSON value (" + err.Error() + "); send a JSON object"
+		return "args.not_object", "arguments are not one well-formed JSON value; send a JSON object"
 	}
 	if errors.Is(err, jsontext.ErrDuplicateName) {
-		where := ""
-		if parent := se.JSONPointer.Parent(); parent != "" {
-			where = " in the object at " + quote(string(parent))
+		var tokens []string
+		for tok := range se.JSONPointer.Tokens() {
+			tokens = append(tokens, tok)
 		}
-		return "args.duplicate", fmt.Sprintf("member name %s appears twice%s; send each name once", quote(se.JSONPointer.LastToken()), where)
+		switch {
+		case !object || len(tokens) == 0:
+			return "args.duplicate", fmt.Sprintf("the arguments repeat a member name (at byte %d); send each name once", se.ByteOffset)
+		case len(tokens) == 1:
+			return "args.duplicate", fmt.Sprintf("argument name %s appears twice (at byte %d); send each name once", quote(tokens[0]), se.ByteOffset)
+		}
+		return "args.duplicate", fmt.Sprintf("argument %s has a member name twice inside its value (at byte %d); send each name once", quote(tokens[0]), se.ByteOffset)
 	}
 	return "args.not_object", fmt.Sprintf("arguments are not one well-formed JSON value (syntax error at byte %d); send a JSON object", se.ByteOffset)
 }

@@ -57,10 +57,10 @@ func TestCheckArgs(t *testing.T) {
 		{"get_transactions", `{"account_id":"acc_1","a":"\\ud800"}`, want{6, "args.unknown", nil}},              // an escaped backslash, not an escape
 		{"get_transactions", `{"account_id":"acc_1","a":1,"a":"\udfff"}`, want{6, "args.encoding", nil}},        // encoding before duplicate
 		// args.duplicate
-		{"get_transactions", `{"account_id":"acc_1","account_id":"acc_2"}`, want{6, "args.duplicate", []string{`"account_id" appears twice`}}},
+		{"get_transactions", `{"account_id":"acc_1","account_id":"acc_2"}`, want{6, "args.duplicate", []string{`argument name "account_id" appears twice (at byte 22)`}}},
 		{"get_transactions", `{"account_id":"acc_1","acc\u006Funt_id":"acc_2"}`, want{6, "args.duplicate", nil}},
-		{"get_transactions", `{"account_id":"acc_1","x":{"b":1,"b":2}}`, want{6, "args.duplicate", []string{`"b" appears twice in the object at "/x"`}}},
-		{"get_transactions", `[{"a":1,"a":2}]`, want{6, "args.duplicate", nil}},
+		{"get_transactions", `{"account_id":"acc_1","x":{"b":1,"b":2}}`, want{6, "args.duplicate", []string{`argument "x" has a member name twice inside its value (at byte 33)`}}},
+		{"get_transactions", `[{"a":1,"a":2}]`, want{6, "args.duplicate", []string{"the arguments repeat a member name (at byte 8)"}}},
 		// args.not_object
 		{"get_transactions", `[]`, want{6, "args.not_object", []string{"an array"}}},
 		{"get_transactions", `"acc_1"`, want{6, "args.not_object", []string{"a string"}}},
@@ -360,5 +360,23 @@ func TestBadPatternFailsClosed(t *testing.T) {
 	}
 	if d := New(p).Decide(call("get_quote", `{"ref":"xr12"}`)); d.Rule != "args.pattern" {
 		t.Errorf("pattern compiled by New must be anchored: got %s (%s)", d.Rule, d.Reason)
+	}
+}
+
+// TestReasonsHoldNoNestedNames: a nested member name is part of an
+// argument's value, so no reason names it, whatever rule it fails.
+func TestReasonsHoldNoNestedNames(t *testing.T) {
+	g := testGate(t)
+	for _, raw := range []string{
+		`{"account_id":{"SECRET-4111":1,"SECRET-4111":2}}`,
+		`{"account_id":"acc_1","limit":[{"SECRET-4111":1},{"x":{"SECRET-4111":1,"SECRET-4111":1}}]}`,
+		`[{"SECRET-4111":1,"SECRET-4111":2}]`,
+		`{"account_id":{"SECRET-4111":}}`,
+		`{"account_id":"acc_1","SECRET-4111":`,
+	} {
+		d := g.Decide(call("get_transactions", raw))
+		if d.Allow || strings.Contains(d.Reason, "SECRET") || strings.Contains(d.Reason, "4111") {
+			t.Errorf("Decide(%s) = %s: %s; want a denial whose reason names no nested member", raw, d.Rule, d.Reason)
+		}
 	}
 }

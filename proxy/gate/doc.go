@@ -74,8 +74,11 @@
 // 5, 5.0 and 5e0 are the same number.
 //
 // Reasons never contain argument values, since they go into receipts; they
-// may contain argument names (quoted, at most 64 bytes), lengths, and the
-// policy's own constraints.
+// may contain top-level argument names (quoted, at most 64 bytes), byte
+// offsets, lengths, and the policy's own constraints. A member name inside
+// an argument's value is part of that value: args.duplicate names the
+// top-level argument whose value repeats a name, and the byte offset,
+// never the repeated name or jsontext's error text.
 //
 // # Decision evidence
 //
