@@ -141,7 +141,8 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 	if !r.reserve(f) {
 		return
 	}
-	if _, ok := r.send(ctx, &pending{agentID: f.id, method: f.method}, f.method, params, false); !ok {
+	p := &pending{agentID: f.id, method: f.method, evidence: denial{argsSHA256: sha256Hex(f.raw)}}
+	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
 	}
 }
@@ -246,7 +247,8 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	if tok := progressToken(f.params); tok != nil {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
-	p := &pending{agentID: f.id, method: f.method, answered: make(chan struct{})}
+	p := &pending{agentID: f.id, method: f.method, answered: make(chan struct{}),
+		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)
 		return
@@ -347,8 +349,7 @@ func orNull(id jsontext.Value) jsontext.Value {
 // answers those, so the receipt is the only trace.
 func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
 	if dn.argsSHA256 == "" {
-		sum := sha256.Sum256(raw)
-		dn.argsSHA256 = hex.EncodeToString(sum[:])
+		dn.argsSHA256 = sha256Hex(raw)
 	}
 	rid, err := r.cfg.Recorder.Record(Event{
 		Decision: "deny", Tool: dn.tool, Rule: dn.rule, Reason: dn.reason,
@@ -372,6 +373,11 @@ func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
 	}
 	msg := fmt.Sprintf("bankdoor denied %s: %s: %s (receipt %s)", what, dn.rule, dn.reason, rid)
 	r.replyError(id, dn.code, msg, map[string]string{"rule": dn.rule, "reason": dn.reason, "receipt": rid})
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // toolsCallParams are the members tools/call params may have.

@@ -96,6 +96,9 @@ type pending struct {
 	// answered is closed when a forwarded tools/call is answered (or can
 	// no longer be): callLoop waits for it before the next call.
 	answered chan struct{}
+	// evidence is what a receipt of a refused answer records: the call's
+	// tool and arguments as the gate saw them, or the request's raw bytes.
+	evidence denial
 }
 
 // openReq is one of the agent's requests that has not been answered:

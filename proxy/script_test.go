@@ -154,6 +154,12 @@ func page(cursor string, defs ...string) string {
 // definition_sha256) and allows list_accounts.
 func scriptPolicy(t testing.TB, receipts string) *policy.Policy {
 	t.Helper()
+	return scriptPolicyExposing(t, receipts)
+}
+
+// scriptPolicyExposing is scriptPolicy with the server's expose list.
+func scriptPolicyExposing(t testing.TB, receipts string, expose ...string) *policy.Policy {
+	t.Helper()
 	_, sum, err := pin.Hash([]byte(scriptBalances))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +179,7 @@ require_pins: true
 receipts: %s
 servers:
   bank:
+    expose: [%s]
     tools:
       get_balances:
         schema_sha256: %s
@@ -181,7 +188,7 @@ servers:
           account: { type: string, max_length: 40 }
       list_accounts:
         schema_sha256: %s
-`, receipts, sum, def, accounts)
+`, receipts, strings.Join(expose, ", "), sum, def, accounts)
 	p, err := policy.Parse("script.yaml", []byte(y))
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,6 +41,10 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 	if p.answered != nil {
 		close(p.answered) // callLoop may list the server again right away
 	}
+	if dn := r.unexposedAnswer(p, m); dn != nil {
+		r.deny(p.agentID, nil, dn)
+		return
+	}
 	if m.Error != nil {
 		r.replyWireError(p.agentID, m.Error)
 		return
@@ -53,6 +58,78 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		}
 	}
 	r.replyResult(p.agentID, result)
+}
+
+// CodeURLElicitationRequired is the JSON-RPC error with which a server
+// answers a request by asking the user to visit URLs (MCP 2025-11-25,
+// URL mode elicitation).
+const CodeURLElicitationRequired = -32042
+
+// inputRequestFeatures maps the methods a server may embed in a result
+// (inputRequests, the multi-round-trip results of SEP-2322) to the
+// feature that must be exposed for them to reach the agent.
+var inputRequestFeatures = map[string]string{
+	"elicitation/create":     "elicitation",
+	"sampling/createMessage": "sampling",
+	"roots/list":             "roots",
+}
+
+// unexposedAnswer returns the denial of an answer that asks the user or
+// the agent to act through a feature the policy does not expose: a -32042
+// URL elicitation, or requests embedded in a result. Like a server's
+// elicitation/create, such an answer is not relayed unless exposed; unlike
+// it, it answers the agent's own request, so it leaves a receipt.
+func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
+	dn := p.evidence
+	dn.code = CodeDenied
+	dn.rule = "response.not_exposed"
+	what := fmt.Sprintf("the bank server's answer to %s", p.method)
+	if dn.tool != "" {
+		what = fmt.Sprintf("the bank server's answer to tools/call %q", truncate(dn.tool, 128))
+	}
+	var we *jsonrpc.Error
+	if m.Error != nil && errors.As(m.Error, &we) && we.Code == CodeURLElicitationRequired {
+		if r.exposes("elicitation") {
+			return nil
+		}
+		dn.reason = what + ` asks the user to open a URL (error -32042, URL elicitation), which needs "elicitation" in the server's expose list of the policy`
+		return &dn
+	}
+	if m.Error != nil {
+		return nil
+	}
+	obj, err := jsonobj.Parse(m.Result)
+	if err != nil {
+		return nil // relayed as sent; the agent's own parser judges it
+	}
+	reqs := obj.Get("inputRequests")
+	if reqs == nil || string(reqs) == "null" {
+		return nil
+	}
+	methods, err := jsonobj.Parse(reqs)
+	if err != nil {
+		dn.reason = what + " embeds requests (inputRequests) that are not an object of requests"
+		return &dn
+	}
+	for _, req := range methods {
+		method, _ := jsonobj.String(mustObject(req.Value).Get("method"))
+		feature, known := inputRequestFeatures[method]
+		if !known {
+			dn.reason = fmt.Sprintf("%s embeds a request (inputRequests) of method %q, which bankdoor never relays", what, truncate(method, 64))
+			return &dn
+		}
+		if !r.exposes(feature) {
+			dn.reason = fmt.Sprintf("%s embeds a request of method %q (inputRequests), which needs %q in the server's expose list of the policy", what, method, feature)
+			return &dn
+		}
+	}
+	return nil
+}
+
+// mustObject parses v as an object, or returns none.
+func mustObject(v []byte) jsonobj.Object {
+	obj, _ := jsonobj.Parse(v)
+	return obj
 }
 
 // handleServerRequest handles a request or notification from the server.
