@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -24,6 +25,15 @@ type listing struct {
 	cursors []jsontext.Value // the cursor of each page; nil for the first
 	fetches []int            // when each page was last read, counted in reads
 	reads   int              // pages read in this walk, re-reads included
+}
+
+// parsedPage is a page the relay has parsed, kept by the cursor it was
+// read with, so that a page whose bytes did not change is not parsed and
+// hashed again (JCS of every definition, twice, is most of a listing's
+// cost to the relay).
+type parsedPage struct {
+	sum  [32]byte // SHA-256 of the result's bytes
+	list *pin.List
 }
 
 // listedTool is one tool of the listing and the page it is on.
@@ -160,5 +170,17 @@ func (r *Relay) listPage(ctx context.Context, cursor jsontext.Value) (*pin.List,
 	if resp.Result == nil {
 		return nil, errors.New("the bank server answered tools/list with no result")
 	}
-	return pin.ParseList(resp.Result)
+	sum := sha256.Sum256(resp.Result)
+	if p, ok := r.parsed[string(cursor)]; ok && p.sum == sum {
+		return p.list, nil
+	}
+	l, err := pin.ParseList(resp.Result)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.parsed) >= pin.MaxPages {
+		clear(r.parsed)
+	}
+	r.parsed[string(cursor)] = parsedPage{sum: sum, list: l}
+	return l, nil
 }

@@ -68,9 +68,11 @@ type Relay struct {
 	// calls holds the tools/calls that passed checks 1 to 4, in order;
 	// callLoop takes them one at a time (see agent.go).
 	calls chan *toolCall
-	// pins is the relay's own listing of the server's tools; only
-	// callLoop reads or writes it (see listing.go).
-	pins listing
+	// pins is the relay's own listing of the server's tools, and parsed
+	// the pages it parsed by cursor; only callLoop reads or writes them
+	// (see listing.go).
+	pins   listing
+	parsed map[string]parsedPage
 
 	mu         sync.Mutex
 	nextID     int64
@@ -122,6 +124,7 @@ func New(cfg Config, down mcp.Connection) *Relay {
 		down:       down,
 		log:        cfg.Logger,
 		calls:      make(chan *toolCall, maxQueuedCalls),
+		parsed:     make(map[string]parsedPage),
 		pending:    make(map[int64]*pending),
 		open:       make(map[string]*openReq),
 		serverReqs: make(map[string]jsonrpc.ID),
