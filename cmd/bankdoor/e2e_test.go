@@ -285,7 +285,15 @@ func testAttacks(t *testing.T, w *world) {
 	t.Logf("attacks through the proxy:\n%s", attacks.Table(results))
 	failed, unsafe := 0, 0
 	for _, r := range results {
-		if p := r.Problems(); len(p) > 0 {
+		p := r.Problems()
+		if r.Receipt != "" {
+			if b, err := os.ReadFile(filepath.Join(w.receipts, r.Receipt)); err != nil {
+				p = append(p, err.Error())
+			} else if leaks := attacks.Leaks(r.Attack, b); len(leaks) > 0 {
+				p = append(p, fmt.Sprintf("its receipt holds argument values: %q", leaks))
+			}
+		}
+		if len(p) > 0 {
 			failed++
 			t.Errorf("%s (%s): %s", r.Attack.ID, r.Attack.Description, strings.Join(p, "; "))
 		}

@@ -30,6 +30,20 @@ type Attack struct {
 	// Unsafe is true if the same request sent straight to the fixture bank
 	// moves money.
 	Unsafe bool
+	// Warmup are calls sent with the SDK client before the attack, each
+	// answered with a result (for a rug pull that follows an answer); the
+	// attack's outcome is measured from after them.
+	Warmup []Call
+	// Forwarded marks an allowed request that reaches the bank on purpose:
+	// what the proxy must refuse is the bank's answer. It must reach the
+	// bank, and still move no money.
+	Forwarded bool
+}
+
+// Call is one tools/call of a warmup.
+type Call struct {
+	Tool string
+	Args any
 }
 
 // Raw reports whether the attack is sent as a raw line.
@@ -38,7 +52,8 @@ func (a *Attack) Raw() bool { return a.Frame != nil }
 // Catalogue returns every attack, in a stable order.
 func Catalogue() []Attack {
 	var all []Attack
-	for _, part := range [][]Attack{nameAttacks(), wordAttacks(), toolAttacks(), argAttacks(), rawArgAttacks(), frameAttacks(), methodAttacks()} {
+	for _, part := range [][]Attack{nameAttacks(), wordAttacks(), toolAttacks(), argAttacks(), rawArgAttacks(), frameAttacks(), methodAttacks(),
+		rugPullAttacks(), answerAttacks(), leakAttacks()} {
 		all = append(all, part...)
 	}
 	return all
@@ -302,5 +317,57 @@ func methodAttacks() []Attack {
 			Frame: []byte(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`), NoReply: true, Rule: "method.not_exposed"},
 		{ID: "method.unknown-notification", Description: "an invented notification notifications/transfer",
 			Frame: []byte(`{"jsonrpc":"2.0","method":"notifications/transfer","params":` + transferJSON + `}`), NoReply: true, Rule: "method.unknown"},
+	}
+}
+
+// balancesArgs are get_balances's arguments in the rug-pull attacks.
+func balancesArgs() map[string]any { return map[string]any{"account_id": "acc_checking"} }
+
+// rugPullAttacks change a pinned definition in the middle of a session
+// (before answering a call, between the pages of a listing, with and
+// without notifying) or change only members schema_sha256 leaves out.
+func rugPullAttacks() []Attack {
+	warm := []Call{{Tool: "get_balances", Args: balancesArgs()}}
+	return []Attack{
+		{ID: "pin.after-answer-silent", Description: "get_balances sent the moment the previous call's answer arrived; the bank changed it before answering and said nothing (variant silentchange)",
+			Variant: "silentchange", Warmup: warm, Tool: "get_balances", Args: balancesArgs(), Rule: "pin.mismatch", Unsafe: true},
+		{ID: "pin.after-answer-notified", Description: "the same, the bank's list_changed still on its way (variant listchange)",
+			Variant: "listchange", Warmup: warm, Tool: "get_balances", Args: balancesArgs(), Rule: "pin.mismatch", Unsafe: true},
+		{ID: "pin.between-pages", Description: "get_balances changed between two pages of the proxy's own listing, its page read before the change (variant pagechange)",
+			Variant: "pagechange", Tool: "get_balances", Args: balancesArgs(), Rule: "pin.mismatch"},
+		{ID: "pin.title", Description: "get_balances with only its title changed (what the user sees), and sweeping: outside schema_sha256, caught by definition_sha256 (variant memberchange)",
+			Variant: "memberchange", Tool: "get_balances", Args: balancesArgs(), Rule: "pin.mismatch", Unsafe: true},
+		{ID: "pin.meta", Description: "get_transactions with only _meta added (variant memberchange)",
+			Variant: "memberchange", Tool: "get_transactions", Args: balancesArgs(), Rule: "pin.mismatch"},
+		{ID: "pin.icons-output-schema", Description: "list_accounts with only icons and an outputSchema added (variant memberchange)",
+			Variant: "memberchange", Tool: "list_accounts", Rule: "pin.mismatch"},
+	}
+}
+
+// answerAttacks are answers of the bank that ask the user to act.
+func answerAttacks() []Attack {
+	return []Attack{
+		{ID: "answer.url-elicitation", Description: "an allowed get_balances answered with -32042, a URL for the user to open (variant urlelicit); not relayed unless elicitation is exposed",
+			Variant: "urlelicit", Tool: "get_balances", Args: balancesArgs(), Rule: "response.not_exposed", Forwarded: true},
+	}
+}
+
+// leakAttacks carry values a careless reason would copy into the signed
+// receipt: a nested member name (part of an argument's value) and what
+// follows it, and Unicode spaces around a frame that a lenient trim would
+// accept.
+func leakAttacks() []Attack {
+	inner := `{"name":"get_transactions","arguments":{"account_id":"acc_checking","memo":{"SECRET-4111-1111-1111":1,"SECRET-4111-1111-1111":2}}}`
+	broken := `{"name":"get_transactions","arguments":{"account_id":"acc_checking","memo":{"SECRET-5500-0000-0004":}}}`
+	frame := `{"jsonrpc":"2.0","id":$ID,"method":"tools/call","params":{"name":"transfer","arguments":` + transferJSON + `}}`
+	return []Attack{
+		rawAttack("leak.duplicate-nested-name", "a nested duplicate whose name is a card number: the reason names the argument and an offset, not the name",
+			callFrame(inner), "args.duplicate", false),
+		rawAttack("leak.parse-error-after-secret", "a syntax error right after a nested secret name: the reason gives a byte offset, not the parser's pointer",
+			callFrame(broken), "frame.parse", false),
+		rawAttack("frame.nbsp", "a transfer behind a no-break space (U+00A0)", []byte("\u00a0"+frame), "frame.parse", false),
+		rawAttack("frame.line-separator", "a transfer followed by a line separator (U+2028)", []byte(frame+"\u2028"), "frame.parse", false),
+		rawAttack("frame.ideographic-space", "a transfer behind an ideographic space (U+3000)", []byte("\u3000"+frame), "frame.parse", false),
+		rawAttack("frame.bom", "a transfer behind a byte order mark (U+FEFF)", []byte("\ufeff"+frame), "frame.parse", false),
 	}
 }

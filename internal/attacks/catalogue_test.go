@@ -15,7 +15,7 @@ import (
 var knownRules = []string{
 	"frame.parse", "frame.too_large", "frame.invalid", "method.unknown", "method.not_exposed", "params.invalid",
 	"name.length", "name.charset", "server.unknown", "name.write_word", "tool.not_allowed",
-	"pin.missing", "pin.unlisted", "pin.mismatch",
+	"pin.missing", "pin.unlisted", "pin.mismatch", "pin.unavailable", "response.not_exposed",
 	"args.too_large", "args.encoding", "args.duplicate", "args.not_object", "args.too_many", "args.nested",
 	"args.unknown", "args.type", "args.pattern", "args.min_length", "args.max_length", "args.min", "args.max",
 	"args.enum", "args.required",
@@ -38,7 +38,7 @@ func TestCatalogue(t *testing.T) {
 		if a.Description == "" {
 			t.Errorf("%s: no description", a.ID)
 		}
-		if !slices.Contains([]string{"", "rugpull", "renamed"}, a.Variant) {
+		if !slices.Contains([]string{"", "rugpull", "renamed", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit"}, a.Variant) {
 			t.Errorf("%s: variant %q", a.ID, a.Variant)
 		}
 		if a.Raw() && a.Tool != "" || a.Raw() && a.Args != nil {
@@ -51,7 +51,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("%s: frame has a newline byte", a.ID)
 		}
 	}
-	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull"}) {
+	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit"}) {
 		t.Errorf("Variants = %q", got)
 	}
 }
@@ -66,7 +66,8 @@ func TestCatalogueCoversUnsafe(t *testing.T) {
 			unsafe[a.ID] = true
 		}
 	}
-	for _, id := range []string{"write.transfer", "write.pay_bill", "write.move_money", "pin.rugpull", "args.mass-assignment", "params.duplicate-name"} {
+	for _, id := range []string{"write.transfer", "write.pay_bill", "write.move_money", "pin.rugpull", "args.mass-assignment", "params.duplicate-name",
+		"pin.after-answer-silent", "pin.after-answer-notified", "pin.title"} {
 		if !unsafe[id] {
 			t.Errorf("%s is not marked Unsafe", id)
 		}
@@ -77,7 +78,8 @@ func TestCatalogueCoversUnsafe(t *testing.T) {
 // meant to be well-formed JSON are, so that the proxy's answer exercises
 // the intended rule and not a parse error.
 func TestRawFramesParse(t *testing.T) {
-	malformed := map[string]bool{"frame.not-json": true, "frame.trailing-garbage": true}
+	malformed := map[string]bool{"frame.not-json": true, "frame.trailing-garbage": true, "leak.parse-error-after-secret": true,
+		"frame.nbsp": true, "frame.line-separator": true, "frame.ideographic-space": true, "frame.bom": true}
 	for _, a := range Catalogue() {
 		if !a.Raw() || malformed[a.ID] {
 			continue
@@ -123,5 +125,51 @@ func TestSetError(t *testing.T) {
 	r.setError(-32602, "invalid params", nil)
 	if r.Rule != "" || r.Receipt != "" {
 		t.Errorf("a server's own error read as a denial: %q %q", r.Rule, r.Receipt)
+	}
+}
+
+// TestArgumentTokens: values at any depth and nested names are values;
+// top-level names are names; a broken frame is read up to its error.
+func TestArgumentTokens(t *testing.T) {
+	for _, c := range []struct {
+		a             Attack
+		values, names []string
+	}{
+		{Attack{Args: map[string]any{"account_id": "acc_1", "x": map[string]any{"SECRET": []any{1234, "v"}}}},
+			[]string{"acc_1", "SECRET", "1234", "v"}, []string{"account_id", "x"}},
+		{Attack{Args: "acc_checking"}, []string{"acc_checking"}, nil},
+		{Attack{Frame: []byte(`{"jsonrpc":"2.0","id":$ID,"method":"tools/call","params":{"name":"get_x","arguments":{"a":{"SECRET-1":1,"SECRET-1":2},"b":"vv"}}}`)},
+			[]string{"SECRET-1", "1", "SECRET-1", "2", "vv"}, []string{"a", "b"}},
+		{Attack{Frame: []byte(`{"jsonrpc":"2.0","id":$ID,"method":"tools/call","params":{"name":"get_x","arguments":{"a":{"SECRET-2":}}}}`)},
+			[]string{"SECRET-2"}, []string{"a"}},
+	} {
+		values, names := ArgumentTokens(c.a)
+		slices.Sort(values)
+		slices.Sort(c.values)
+		if !slices.Equal(values, c.values) || !slices.Equal(names, c.names) {
+			t.Errorf("ArgumentTokens(%v %s) = %q, %q; want %q, %q", c.a.Args, c.a.Frame, values, names, c.values, c.names)
+		}
+	}
+}
+
+// TestLeaks: a run of a value in the receipt's text is found, in the
+// reason as in arg_names; the digests, the tool and the top-level names
+// are not searched.
+func TestLeaks(t *testing.T) {
+	a := Attack{Tool: "get_transactions", Args: map[string]any{"account_id": "acc_checking", "memo": map[string]any{"SECRET-4111-1111": 1}, "limit": 1234567}}
+	clean := `{"arg_names":["account_id","limit","memo"],"args_sha256":"1234567aacc_checkingff","decision":"deny","reason":"argument \"memo\" is nested","rule":"args.nested","tool":"get_transactions","sig":"SECRET-4111-1111"}`
+	if got := Leaks(a, []byte(clean)); len(got) != 0 {
+		t.Errorf("Leaks(clean receipt) = %q, want none", got)
+	}
+	for _, leak := range []string{
+		`{"reason":"member \"SECRET-4111-1111\" twice"}`,
+		`{"reason":"at \"/memo/SECRET-4111\""}`,
+		`{"arg_names":["account_id","SECRET-4111-1111"]}`,
+		`{"reason":"limit 1234567 is too big"}`,
+		`{"reason":"account acc_checking"}`,
+	} {
+		if got := Leaks(a, []byte(leak)); len(got) == 0 {
+			t.Errorf("Leaks(%s) found nothing", leak)
+		}
 	}
 }

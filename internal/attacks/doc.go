@@ -6,7 +6,18 @@
 // look-alike and zero-width tool names, separators, case and camelCase
 // spellings of write words, the real write tools, a renamed and a
 // rug-pulled tool, smuggled and malformed arguments, and malformed
-// JSON-RPC frames and methods. It says how the request is sent (an SDK
+// JSON-RPC frames and methods; a definition changed in the middle of a
+// session (before answering a call, with and without notifying, between
+// the pages of a listing) or only in members schema_sha256 leaves out;
+// an answer that asks the user to act (a -32042 URL elicitation); frames
+// surrounded by Unicode spaces; and values a careless reason would copy
+// into the signed receipt. An attack may need warmup calls first (a rug
+// pull that follows an answer), and one may be Forwarded: allowed on
+// purpose, its answer being what the proxy must refuse.
+//
+// [Leaks] checks a receipt against the attack that left it: no run of
+// eight bytes of any argument value (at any depth, nested member names
+// included) may be in it; only top-level argument names may. It says how the request is sent (an SDK
 // CallTool, or a raw line), which fixture variant it needs, the rule id
 // the proxy must deny it with, and whether the same request sent straight
 // to the fixture bank, without the proxy, moves money (Unsafe).

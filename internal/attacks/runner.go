@@ -99,7 +99,10 @@ func (r *Result) Problems() []string {
 	case r.ReceiptRule != r.Attack.Rule:
 		p = append(p, fmt.Sprintf("receipt %s records rule %q, want %s", r.Receipt, r.ReceiptRule, r.Attack.Rule))
 	}
-	if len(r.Reached) > 0 {
+	switch {
+	case r.Attack.Forwarded && len(r.Reached) == 0:
+		p = append(p, "an allowed request whose answer is refused must reach the bank; it did not")
+	case !r.Attack.Forwarded && len(r.Reached) > 0:
 		p = append(p, fmt.Sprintf("reached the bank: %v", r.Reached))
 	}
 	if r.Moved != 0 {
@@ -138,6 +141,10 @@ func runOne(ctx context.Context, t *Target, a Attack) Result {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	r := Result{Attack: a}
+	if err := warmup(ctx, t, a); err != nil {
+		r.Err = err
+		return r
+	}
 	before, err := mcptest.ReadState(t.State)
 	if err != nil {
 		r.Err = err
@@ -173,6 +180,18 @@ func runOne(ctx context.Context, t *Target, a Attack) Result {
 		}
 	}
 	return r
+}
+
+// warmup sends the attack's warmup calls; each must be answered with a
+// result.
+func warmup(ctx context.Context, t *Target, a Attack) error {
+	for _, c := range a.Warmup {
+		res, err := t.Session.Client().CallTool(ctx, &mcp.CallToolParams{Name: c.Tool, Arguments: c.Args})
+		if err != nil || res.IsError {
+			return fmt.Errorf("warmup call %s: %v (result %+v)", c.Tool, err, res)
+		}
+	}
+	return nil
 }
 
 // frame returns the attack's line with a fresh raw id in place of $ID.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,21 +40,15 @@ func ArgValues(a attacks.Attack) []string {
 	return out
 }
 
-// Leaks returns the values of ArgValues(a) found in the receipt file
-// name in dir, JSON-escaped as a receipt would hold them.
+// Leaks returns the runs of a's argument values found in the receipt
+// file name in dir (attacks.Leaks: values at any depth, nested member
+// names included; only top-level names may appear).
 func Leaks(a attacks.Attack, dir, name string) ([]string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
-	var found []string
-	for _, v := range ArgValues(a) {
-		esc, _ := json.Marshal(v)
-		if HasValue(b, string(bytes.Trim(esc, `"`))) {
-			found = append(found, v)
-		}
-	}
-	return found, nil
+	return attacks.Leaks(a, b), nil
 }
 
 // HasValue reports whether v occurs in b as a whole token: not preceded
