@@ -132,30 +132,3 @@ func TestE2EHTTPServerDies(t *testing.T) {
 		t.Errorf("a call after the bank died succeeded")
 	}
 }
-
-// TestE2EURLStreamOpensAtInitialize: over --url the notification stream is
-// the proxy's business, open once initialize is answered: an agent that
-// never sends notifications/initialized still hears of a list change.
-func TestE2EURLStreamOpensAtInitialize(t *testing.T) {
-	t.Parallel()
-	w := newHTTPWorld(t)
-	ctx := testContext(t, time.Minute)
-	f := w.fixture("BANK_FIXTURE_VARIANT=listchange")
-	a := startStdioAgent(t, w.proxy(f).Command())
-	init := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	if ans, err := a.request(ctx, "init", []byte(init)); err != nil || !strings.Contains(string(ans), `"result"`) {
-		t.Fatalf("initialize: %s %v", ans, err)
-	}
-	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"list_accounts","arguments":{}}}`
-	if ans, err := a.request(ctx, "c1", []byte(call)); err != nil || !strings.Contains(string(ans), `"result"`) {
-		t.Fatalf("list_accounts: %s %v", ans, err)
-	}
-	select {
-	case m := <-a.notes:
-		if m != "notifications/tools/list_changed" {
-			t.Errorf("the agent got %s, want notifications/tools/list_changed", m)
-		}
-	case <-ctx.Done():
-		t.Fatalf("no notification reached the agent; stderr:\n%s", &a.stderr)
-	}
-}
