@@ -74,7 +74,10 @@ func TestReportQuick(t *testing.T) {
 			t.Errorf("claim %s: %s (%s)", c.ID, c.Status, c.Figure)
 		}
 	}
-	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "proofs-log-n", "witness-anchoring", "truncation-caught"} {
+	if got, want := len(r.RugPulls), len(attacks.RugPullCases()); got != want {
+		t.Errorf("%d rug-pull rows, want the whole matrix: %d", got, want)
+	}
+	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "rug-pull-caught", "proofs-log-n", "witness-anchoring", "truncation-caught"} {
 		if c := claim(r, id); c.Status != report.StatusHeld {
 			t.Errorf("claim %s is %q, want held", id, c.Status)
 		}
@@ -204,7 +207,7 @@ func checkAttacks(t *testing.T, r *report.Report) {
 		t.Errorf("%d attack rows, want the whole catalogue: %d", got, want)
 	}
 	for _, a := range r.Attacks {
-		if a.ActualRule != a.ExpectedRule || a.Reached != 0 || a.Moved != 0 || a.Receipt == "" || len(a.Problems) > 0 {
+		if a.ActualRule != a.ExpectedRule || (a.Reached == 0) == a.Forwarded || a.Moved != 0 || a.Receipt == "" || len(a.Problems) > 0 {
 			t.Errorf("attack %s not blocked as expected: %+v", a.ID, a)
 		}
 	}

@@ -81,6 +81,7 @@ func Claims(r *Report) []Claim {
 		controlClaim(r.Attacks, r.Controls),
 		receiptsClaim(r),
 		leakClaim(r.Attacks),
+		rugPullClaim(r.RugPulls),
 		latencyClaim(r),
 		httpLatencyClaim(r),
 		denyLatencyClaim(r),
@@ -98,15 +99,17 @@ func deniedClaim(rows []AttackRow) Claim {
 	ok, reached, moved := 0, 0, int64(0)
 	var bad []string
 	for _, a := range rows {
-		reached += a.Reached
+		if !a.Forwarded {
+			reached += a.Reached
+		}
 		moved += a.Moved
-		if a.ActualRule == a.ExpectedRule && a.Reached == 0 && a.Moved == 0 && a.Receipt != "" && len(a.Problems) == 0 {
+		if a.ActualRule == a.ExpectedRule && (a.Reached == 0) != a.Forwarded && a.Moved == 0 && a.Receipt != "" && len(a.Problems) == 0 {
 			ok++
 		} else {
 			bad = append(bad, a.ID)
 		}
 	}
-	c.Figure = fmt.Sprintf("%d/%d denied as expected; reached the server %d times; %d cents moved", ok, len(rows), reached, moved)
+	c.Figure = fmt.Sprintf("%d/%d denied as expected; reached the server %d times (besides the allowed requests whose answers were refused); %d cents moved", ok, len(rows), reached, moved)
 	c.Status = held(len(rows) > 0 && len(bad) == 0, "not blocked as expected: "+strings.Join(bad, ", "))
 	return c
 }
@@ -161,6 +164,25 @@ func leakClaim(rows []AttackRow) Claim {
 	}
 	c.Figure = fmt.Sprintf("%d of %d receipts hold an argument value", len(leaked), len(rows))
 	c.Status = held(len(rows) > 0 && len(leaked) == 0, "values in the receipts of: "+strings.Join(leaked, ", "))
+	return c
+}
+
+func rugPullClaim(rows []RugPullRow) Claim {
+	c := Claim{ID: "rug-pull-caught", Evidence: "rug-pulls",
+		Text: "A pinned tool changed at any point of a session (before an answer, between pages, notifying or not) is never called: over stdio, --url and --listen, sequential and pipelined, whatever protocol version the agent asks for"}
+	denied, allowed := 0, 0
+	var moved int64
+	var bad []string
+	for _, r := range rows {
+		denied += r.Denied
+		allowed += r.Allowed
+		moved += r.Moved
+		if len(r.Problems) > 0 || r.Moved != 0 {
+			bad = append(bad, r.Case)
+		}
+	}
+	c.Figure = fmt.Sprintf("%d sessions: %d calls after a change denied with pin.mismatch (receipts verified), %d before it answered, 0 changed calls reached the bank in %d clean sessions; %d cents moved", len(rows), denied, allowed, len(rows)-len(bad), moved)
+	c.Status = held(len(rows) > 0 && len(bad) == 0 && denied > 0, "problems in: "+strings.Join(bad, ", "))
 	return c
 }
 

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,7 +84,7 @@ func (b *Bench) Attacks(ctx context.Context) ([]AttackRow, error) {
 func (b *Bench) attackRow(r attacks.Result) AttackRow {
 	row := AttackRow{ID: r.Attack.ID, Description: r.Attack.Description, Variant: r.Attack.Variant,
 		ExpectedRule: r.Attack.Rule, ActualRule: r.Rule, Reached: len(r.Reached), Moved: r.Moved,
-		Receipt: r.Receipt, Unsafe: r.Attack.Unsafe, Problems: r.Problems()}
+		Receipt: r.Receipt, Unsafe: r.Attack.Unsafe, Forwarded: r.Attack.Forwarded, Problems: r.Problems()}
 	if r.Receipt != "" {
 		leaks, err := Leaks(r.Attack, b.AttackReceipts(), r.Receipt)
 		if err != nil {
@@ -100,6 +102,46 @@ func orDefault(v string) string {
 		return "default"
 	}
 	return v
+}
+
+// RugPulls runs the rug-pull matrix of internal/attacks through the
+// proxy, a few sessions at a time.
+func (b *Bench) RugPulls(ctx context.Context) ([]RugPullRow, error) {
+	dir := filepath.Join(b.Work, "rugpull")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tokens, err := attacks.WriteTokens(dir, "rug-agent", strings.Repeat("r9", 20))
+	if err != nil {
+		return nil, err
+	}
+	env := attacks.RugPullEnv{Bankdoor: b.Bankdoor, BankServer: b.BankServer, Policy: b.Policy, Home: b.Home,
+		Tokens: tokens, Agent: "rug-agent", Token: strings.Repeat("r9", 20)}
+	cases := attacks.RugPullCases()
+	b.progress("rug pulls: %d sessions over stdio, --url and --listen", len(cases))
+	rows := make([]RugPullRow, len(cases))
+	run := func(i int) {
+		c := cases[i]
+		r := attacks.RunRugPull(ctx, env, c, filepath.Join(dir, c.Name()))
+		rows[i] = RugPullRow{Case: c.Name(), Transport: c.Transport, Allowed: r.Allowed, Denied: r.Denied, Moved: r.Moved, Problems: r.Problems}
+	}
+	// One --listen session first: it creates the keys the others share.
+	first := slices.IndexFunc(cases, func(c attacks.RugPullCase) bool { return c.Transport == "listen" })
+	run(first)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range cases {
+		if i == first {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			run(i)
+		})
+	}
+	wg.Wait()
+	return rows, ctx.Err()
 }
 
 // Controls sends each Unsafe attack straight to a fresh fixture of its

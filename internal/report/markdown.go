@@ -31,6 +31,7 @@ func Markdown(r *Report) string {
 	claimsTable(&b, r.Claims, "")
 	attacksTable(&b, r.Attacks)
 	controlsTable(&b, r.Controls)
+	rugPullsTable(&b, r.RugPulls)
 	for _, s := range sections {
 		fmt.Fprintf(&b, "## %s\n\n", s.title)
 		if s.id == "latency" && len(r.Chart) > 0 {
@@ -77,7 +78,10 @@ func attacksTable(b *strings.Builder, rows []AttackRow) {
 	b.WriteString("| Attack | What it tries | Expected rule | Actual rule | Reached server | Money moved (cents) | Receipt |\n|---|---|---|---|---|---|---|\n")
 	for _, a := range rows {
 		reached := "never"
-		if a.Reached > 0 {
+		switch {
+		case a.Forwarded:
+			reached = fmt.Sprintf("%d (allowed; its answer refused)", a.Reached)
+		case a.Reached > 0:
 			reached = fmt.Sprintf("**%d messages**", a.Reached)
 		}
 		actual := a.ActualRule
@@ -87,6 +91,39 @@ func attacksTable(b *strings.Builder, rows []AttackRow) {
 		fmt.Fprintf(b, "| `%s` | %s | `%s` | %s | %s | %d | %s |\n", a.ID, cell(a.Description), a.ExpectedRule, actual, reached, a.Moved, orDash(a.Receipt))
 	}
 	b.WriteString("\n")
+}
+
+// rugPullsTable sums the rug-pull sessions by transport and lists any
+// session with a problem.
+func rugPullsTable(b *strings.Builder, rows []RugPullRow) {
+	b.WriteString("<a id=\"rug-pulls\"></a>\n## Rug pulls at any point of a session\n\n")
+	b.WriteString("The fixture bank changes `get_balances` (new description and argument; it then sweeps money) before answering each call and between the pages of the proxy's own listings, " +
+		"notifying or not; raw agents asking for 2024-11-05, 2025-06-18, 2025-11-25, 2026-07-28 and 9999-12-31 call it three times, sequentially and pipelined " +
+		"(`internal/attacks` RugPullCases, also run by `cmd/bankdoor` TestRugPullMatrix). Every call after the change must be denied with `pin.mismatch` and a receipt that verifies.\n\n")
+	b.WriteString("| Transport | Sessions | Calls answered (before the change) | Calls denied with pin.mismatch | Money moved (cents) | Sessions with a problem |\n|---|---|---|---|---|---|\n")
+	for _, tr := range []string{"stdio", "url", "listen"} {
+		n, allowed, denied, bad := 0, 0, 0, 0
+		var moved int64
+		for _, r := range rows {
+			if r.Transport != tr {
+				continue
+			}
+			n++
+			allowed += r.Allowed
+			denied += r.Denied
+			moved += r.Moved
+			if len(r.Problems) > 0 {
+				bad++
+			}
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %d | %d |\n", tr, n, allowed, denied, moved, bad)
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		if len(r.Problems) > 0 {
+			fmt.Fprintf(b, "- `%s`: %s\n", r.Case, cell(strings.Join(r.Problems, "; ")))
+		}
+	}
 }
 
 func controlsTable(b *strings.Builder, rows []ControlRow) {

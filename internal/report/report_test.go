@@ -41,6 +41,7 @@ func TestClaimsFail(t *testing.T) {
 	ok := AttackRow{ID: "a", ExpectedRule: "name.charset", ActualRule: "name.charset", Receipt: "000001.json", Unsafe: true}
 	base := func() *Report {
 		return &Report{Attacks: []AttackRow{ok}, Controls: []ControlRow{{ID: "a", Moved: 200, Reached: 1}},
+			RugPulls:     []RugPullRow{{Case: "stdio_call1", Transport: "stdio", Allowed: 1, Denied: 2}},
 			Measurements: []Measurement{{ID: "attack-receipts", Status: StatusMeasured, N: 1}, {ID: truncationID, Status: StatusMeasured, N: 10, Value: 1}}}
 	}
 	for name, c := range map[string]struct {
@@ -53,6 +54,9 @@ func TestClaimsFail(t *testing.T) {
 		"no money":   {func(r *Report) { r.Controls[0].Moved = 0 }, "gate-stops-money"},
 		"no control": {func(r *Report) { r.Controls = nil }, "gate-stops-money"},
 		"leak":       {func(r *Report) { r.Attacks[0].Problems = []string{leakProblem + ` "acc_x"`} }, "no-values-in-receipts"},
+		"rug pull":   {func(r *Report) { r.RugPulls[0].Problems = []string{"money moved"} }, "rug-pull-caught"},
+		"no matrix":  {func(r *Report) { r.RugPulls = nil }, "rug-pull-caught"},
+		"forwarded":  {func(r *Report) { r.Attacks[0].Forwarded = true }, "denied-before-server"},
 		"receipts":   {func(r *Report) { r.Measurements[0].N = 0 }, "receipts-verify"},
 		"truncation": {func(r *Report) { r.Measurements[1].Status = "failed: verify passed without seq 8..10" }, "truncation-caught"},
 	} {

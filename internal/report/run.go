@@ -52,6 +52,9 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 	if r.Controls, err = b.Controls(ctx); err != nil {
 		return nil, fmt.Errorf("control run: %w", err)
 	}
+	if r.RugPulls, err = b.RugPulls(ctx); err != nil {
+		return nil, fmt.Errorf("rug-pull run: %w", err)
+	}
 	lat, chart, err := b.Latency(ctx, s.Calls)
 	if err != nil {
 		return nil, fmt.Errorf("latency run: %w", err)
@@ -186,7 +189,8 @@ var limits = []string{
 	"Latency is six MCP sessions (direct, proxied, deny over stdio pipes; the same three over streamable HTTP on 127.0.0.1), one call at a time, interleaved; no concurrent load. The fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time and dominates it.",
 	"Over HTTP the proxy is `proxy --listen` with one agent (bearer token) and the fixture behind it over `--url`; it has no ledger (with --listen receipts go only to a remote ledger, and none is given), where the stdio proxy embeds one. Its deny is still answered after the receipt is fsynced.",
 	"The ledger figures run package ledger in process (the code the proxy embeds and `bankdoor ledger serve` runs), without the Connect RPC and network in front of it.",
-	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected.",
+	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected, except answers that ask the user to act (-32042 URL elicitations, embedded requests), held to the expose list.",
+	"The proxied latency includes the proxy's own tools/list after every answered call (the pin invariant, package proxy), asked for the moment the answer arrives; the timed agent sends its next call at once, so it waits for what is left of that listing. An agent that thinks between calls waits for none of it. The rug-pull matrix checks that a change is never called; it does not measure a server that behaves differently from what it lists, which no pin can see.",
 	"Peak memory is the Go heap sampled every millisecond, not the resident set of the process.",
 	"Anchoring is measured with package anchor and one omniwitness on loopback, one checkpoint at a time; `bankdoor anchor` against a remote ledger is not measured.",
 	"The export bundle is made in process from the anchoring log with package verifier/bundle (the code `bankdoor export --ledger-db` runs, without the Connect RPC of `export --ledger`), and is verified with verifier.VerifyAnchored (what `verify --checkpoint` runs, without the command's flags and output); its export, which writes and syncs every file, is not timed. The truncation check deletes the newest receipts only; other tampering with a bundle is covered by package verifier's tests, not by this report.",

@@ -28,6 +28,8 @@ type Report struct {
 	Attacks []AttackRow `json:"attacks"`
 	// Controls are the money-moving attacks sent straight to the fixture.
 	Controls []ControlRow `json:"controls"`
+	// RugPulls are the sessions of the rug-pull matrix.
+	RugPulls []RugPullRow `json:"rug_pulls"`
 	// Measurements are the figures, in the order the markdown shows them.
 	Measurements []Measurement `json:"measurements"`
 	// Claims are the README's claims, each with the evidence that backs it.
@@ -65,16 +67,31 @@ type Settings struct {
 // equals ExpectedRule, Reached is 0, Moved is 0, Receipt is set and
 // Problems is empty.
 type AttackRow struct {
-	ID           string   `json:"id"`
-	Description  string   `json:"description"`
-	Variant      string   `json:"variant,omitempty"` // fixture variant, "" for the default bank
-	ExpectedRule string   `json:"expected_rule"`
-	ActualRule   string   `json:"actual_rule"`
-	Reached      int      `json:"reached"`     // messages the bank logged during the attack
-	Moved        int64    `json:"moved_cents"` // sum of absolute balance changes
-	Receipt      string   `json:"receipt"`     // receipt file the denial named
-	Unsafe       bool     `json:"unsafe"`      // moves money without the gate
-	Problems     []string `json:"problems,omitempty"`
+	ID           string `json:"id"`
+	Description  string `json:"description"`
+	Variant      string `json:"variant,omitempty"` // fixture variant, "" for the default bank
+	ExpectedRule string `json:"expected_rule"`
+	ActualRule   string `json:"actual_rule"`
+	Reached      int    `json:"reached"`     // messages the bank logged during the attack
+	Moved        int64  `json:"moved_cents"` // sum of absolute balance changes
+	Receipt      string `json:"receipt"`     // receipt file the denial named
+	Unsafe       bool   `json:"unsafe"`      // moves money without the gate
+	// Forwarded marks an allowed request that reaches the bank on purpose,
+	// its answer being what the proxy refuses: it held with Reached > 0.
+	Forwarded bool     `json:"forwarded,omitempty"`
+	Problems  []string `json:"problems,omitempty"`
+}
+
+// RugPullRow is one session of the rug-pull matrix (internal/attacks):
+// the bank changed get_balances at Point of the session and the agent
+// called it RugPullCalls times. It held if Problems is empty.
+type RugPullRow struct {
+	Case      string   `json:"case"` // transport_point_notify_order_version
+	Transport string   `json:"transport"`
+	Allowed   int      `json:"allowed"` // calls answered with a result (before the change)
+	Denied    int      `json:"denied"`  // calls denied with pin.mismatch
+	Moved     int64    `json:"moved_cents"`
+	Problems  []string `json:"problems,omitempty"`
 }
 
 // ControlRow is one Unsafe attack sent straight to a fresh fixture.
