@@ -95,7 +95,7 @@ func (r *Relay) prefetch(ctx context.Context) {
 	if r.agentEOF.Load() && len(r.calls) == 0 {
 		return
 	}
-	if err := r.walk(ctx); err != nil {
+	if err := r.walk(ctx); err != nil && !r.closing.Load() && ctx.Err() == nil {
 		r.log.Warn("listing the server's tools after a call failed; the next call tries again", "err", err)
 	}
 }
