@@ -32,11 +32,24 @@
 // call's answer arrives, while the answer travels to the agent and the
 // agent writes its next call, so an agent that thinks between calls waits
 // for nothing, and one that sends its next call at once waits for the
-// remainder of one listing round trip. Pipelined calls are serialised. What
-// no proxy can stop is a server that changes a definition after the listing
+// remainder of one listing round trip. Pipelined calls are serialised. The
+// listing cannot start earlier: a tools/list sent before the answer arrives
+// may be answered before it (servers handle requests concurrently, and over
+// HTTP each answer has its own response), and then shows nothing of a
+// change made while answering. What it costs the relay itself is small: a
+// page whose bytes did not change since it was last read is not parsed or
+// hashed again. What no proxy can stop is a server that changes a definition after the listing
 // and before the call it then answers: that call runs, and the next one is
 // denied; such a server is one whose behaviour differs from its definition,
 // which pins do not promise to catch.
+//
+// # Answers that ask the user to act
+//
+// An answer to one of the agent's requests that asks the user or the agent
+// to act, a -32042 URL-elicitation error or requests embedded in a result
+// (inputRequests), is under the expose rule of the feature it would use,
+// like a server's own elicitation/create: not exposed, it is not relayed,
+// and the request is denied with a receipt (response.not_exposed).
 //
 // # Protocol versions
 //
