@@ -108,10 +108,15 @@ type RugPullResult struct {
 	Stderr   string // the proxy's (and bank's) stderr, for a failure
 }
 
-// RunRugPull runs one session of the matrix in work, a new directory.
+// RunRugPull runs one session of the matrix in work, a directory it
+// creates if need be and that no other session uses.
 func RunRugPull(ctx context.Context, env RugPullEnv, c RugPullCase, work string) (res RugPullResult) {
 	res.Case = c
 	problem := func(format string, a ...any) { res.Problems = append(res.Problems, fmt.Sprintf(format, a...)) }
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		problem("%v", err)
+		return res
+	}
 	notify := "0"
 	if c.Notify {
 		notify = "1"

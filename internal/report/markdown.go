@@ -94,8 +94,12 @@ func attacksTable(b *strings.Builder, rows []AttackRow) {
 }
 
 // rugPullsTable sums the rug-pull sessions by transport and lists any
-// session with a problem.
+// session with a problem. A report made before the matrix existed has no
+// rows, and no such section.
 func rugPullsTable(b *strings.Builder, rows []RugPullRow) {
+	if len(rows) == 0 {
+		return
+	}
 	b.WriteString("<a id=\"rug-pulls\"></a>\n## Rug pulls at any point of a session\n\n")
 	b.WriteString("The fixture bank changes `get_balances` (new description and argument; it then sweeps money) before answering each call and between the pages of the proxy's own listings, " +
 		"notifying or not; raw agents asking for 2024-11-05, 2025-06-18, 2025-11-25, 2026-07-28 and 9999-12-31 call it three times, sequentially and pipelined " +
