@@ -31,6 +31,7 @@ func TestAnswersThatAskTheUserToAct(t *testing.T) {
 		{"embedded elicitation, exposed", []string{"elicitation"}, &jsonrpc.Response{Result: embedded("elicitation/create")}, false},
 		{"embedded sampling, elicitation exposed", []string{"elicitation"}, &jsonrpc.Response{Result: embedded("sampling/createMessage")}, true},
 		{"embedded unknown method", []string{"elicitation", "sampling", "roots"}, &jsonrpc.Response{Result: embedded("bank/transfer")}, true},
+		{"embedded, name escaped", nil, &jsonrpc.Response{Result: json.RawMessage(`{"input\u0052equests":{"r1":{"method":"elicitation/create","params":{}}}}`)}, true},
 		{"other error", nil, &jsonrpc.Response{Error: &jsonrpc.Error{Code: -32000, Message: "busy"}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

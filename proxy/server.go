@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
 		dn.reason = what + ` asks the user to open a URL (error -32042, URL elicitation), which needs "elicitation" in the server's expose list of the policy`
 		return &dn
 	}
-	if m.Error != nil {
+	if m.Error != nil || !mayEmbedRequests(m.Result) {
 		return nil
 	}
 	obj, err := jsonobj.Parse(m.Result)
@@ -124,6 +125,13 @@ func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
 		}
 	}
 	return nil
+}
+
+// mayEmbedRequests reports whether result may have an inputRequests
+// member: it spells the name, or has a \u escape that could spell it. Most
+// results are then not parsed at all.
+func mayEmbedRequests(result []byte) bool {
+	return bytes.Contains(result, []byte("inputRequests")) || bytes.Contains(result, []byte(`\u`))
 }
 
 // mustObject parses v as an object, or returns none.
