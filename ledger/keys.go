@@ -57,20 +57,24 @@ func VerifierKey(skey string) (string, error) {
 // WriteKey writes the signer key skey to path (mode 0600) and its
 // verifier key to path+".vkey" (mode 0644), each through a synced
 // temporary file renamed into place, so a crash leaves the old file or the
-// new one. It refuses to replace an existing path; that error wraps
-// fs.ErrExist.
-func WriteKey(path, skey string) error {
+// new one. Unless replace is set it refuses to replace an existing path;
+// that error wraps fs.ErrExist. With replace, the old key stays in place
+// until the new one is on disk: a write that fails loses nothing.
+func WriteKey(path, skey string, replace bool) error {
 	vkey, err := VerifierKey(skey)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Lstat(path); err == nil {
+	if _, err := os.Lstat(path); err == nil && !replace {
 		return fmt.Errorf("log key %s: %w", path, fs.ErrExist)
 	}
-	if err := writeAtomic(path, []byte(skey+"\n"), 0o600); err != nil {
+	// The verifier key first: if writing the signer key then fails, the
+	// old signer key is still there (and its verifier key can be derived
+	// from it again); the other order could lose it.
+	if err := writeAtomic(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644); err != nil {
 		return err
 	}
-	return writeAtomic(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644)
+	return writeAtomic(path, []byte(skey+"\n"), 0o600)
 }
 
 // LoadSigner reads the signer key file at path. It refuses a file that

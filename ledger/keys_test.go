@@ -24,7 +24,7 @@ func TestKeyFiles(t *testing.T) {
 		t.Fatalf("VerifierKey = %q, %v; want %q", got, err, vkey)
 	}
 	path := filepath.Join(t.TempDir(), "log.key")
-	if err := WriteKey(path, skey); err != nil {
+	if err := WriteKey(path, skey, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []struct {
@@ -41,7 +41,7 @@ func TestKeyFiles(t *testing.T) {
 			t.Errorf("%s: mode %04o, content %q; want %04o, %q", f.path, fi.Mode().Perm(), b, f.mode, f.text)
 		}
 	}
-	if err := WriteKey(path, skey); !errors.Is(err, fs.ErrExist) {
+	if err := WriteKey(path, skey, false); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("WriteKey over an existing file = %v", err)
 	}
 	s, err := LoadSigner(path)
@@ -59,6 +59,7 @@ func TestKeyFiles(t *testing.T) {
 	if c, _, _, err := log.ParseCheckpoint(cp, "bank.example/ledger", v); err != nil || c.Size != 7 {
 		t.Fatalf("checkpoint signed with the loaded key: %v, %v", c, err)
 	}
+	checkReplace(t, path, skey)
 }
 
 func TestLoadSignerRefuses(t *testing.T) {
@@ -159,5 +160,41 @@ func TestOpenRefuses(t *testing.T) {
 		t.Errorf("Open with the right key after refusals: %v", err)
 	} else {
 		l.Close()
+	}
+}
+
+// checkReplace: WriteKey with replace puts a new pair in place of the old
+// one at path (skey, its verifier key beside it), and a replacement whose
+// write fails leaves the old signer key as it was.
+func checkReplace(t *testing.T, path, skey string) {
+	t.Helper()
+	skey2, vkey2, err := GenerateKey("bank.example/ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteKey(path, skey2, true); err != nil {
+		t.Fatalf("WriteKey with replace: %v", err)
+	}
+	for name, want := range map[string]string{path: skey2 + "\n", path + VerifierKeySuffix: vkey2 + "\n"} {
+		if b, _ := os.ReadFile(name); string(b) != want {
+			t.Errorf("after WriteKey with replace, %s holds %q, want %q", name, b, want)
+		}
+	}
+	// A failed replacement: the verifier key's path is a directory.
+	other := filepath.Join(t.TempDir(), "log.key")
+	if err := WriteKey(other, skey, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(other + VerifierKeySuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(other+VerifierKeySuffix, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteKey(other, skey2, true); err == nil {
+		t.Fatal("WriteKey with replace over a directory: no error")
+	}
+	if b, _ := os.ReadFile(other); string(b) != skey+"\n" {
+		t.Errorf("a failed replacement changed the signer key to %q", b)
 	}
 }

@@ -71,15 +71,7 @@ func cmdLedgerKeygen(e *env, args []string) int {
 			}
 		}
 	}
-	if *force {
-		// WriteKey never replaces a file: remove the old pair first.
-		for _, p := range files {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fail(e, exitFailure, "--force: %w", err)
-			}
-		}
-	}
-	if err := ledger.WriteKey(*out, skey); err != nil {
+	if err := ledger.WriteKey(*out, skey, *force); err != nil {
 		return fail(e, exitFailure, "--out: %w", err)
 	}
 	fmt.Fprintln(e.stdout, vkey)

@@ -327,7 +327,7 @@ func writeLogKey(path, skey string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return ledger.WriteKey(path, skey)
+	return ledger.WriteKey(path, skey, false)
 }
 
 // oneAgent enrolls a single agent key: the stdio proxy's own (none, in
