@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/atomicfile"
 )
 
 // Log key files. The signer key file holds one line, the note signer key
@@ -56,8 +56,8 @@ func VerifierKey(skey string) (string, error) {
 
 // WriteKey writes the signer key skey to path (mode 0600) and its
 // verifier key to path+".vkey" (mode 0644), each through a synced
-// temporary file renamed into place, so a crash leaves the old file or the
-// new one. Unless replace is set it refuses to replace an existing path;
+// temporary file (package atomicfile), so a crash leaves the old file or
+// the new one. Unless replace is set it refuses to replace an existing path;
 // that error wraps fs.ErrExist. With replace, the old key stays in place
 // until the new one is on disk: a write that fails loses nothing.
 func WriteKey(path, skey string, replace bool) error {
@@ -65,16 +65,21 @@ func WriteKey(path, skey string, replace bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Lstat(path); err == nil && !replace {
-		return fmt.Errorf("log key %s: %w", path, fs.ErrExist)
+	if !replace {
+		// The signer key first, created exclusively: of several processes
+		// making this log's key at once, exactly one succeeds.
+		if err := atomicfile.Create(path, []byte(skey+"\n"), 0o600); err != nil {
+			return fmt.Errorf("log key: %w", err)
+		}
+		return atomicfile.Write(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644)
 	}
-	// The verifier key first: if writing the signer key then fails, the
-	// old signer key is still there (and its verifier key can be derived
-	// from it again); the other order could lose it.
-	if err := writeAtomic(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644); err != nil {
+	// Replacing, the verifier key first: if writing the signer key then
+	// fails, the old signer key is still there (and its verifier key can be
+	// derived from it again); the other order could lose it.
+	if err := atomicfile.Write(path+VerifierKeySuffix, []byte(vkey+"\n"), 0o644); err != nil {
 		return err
 	}
-	return writeAtomic(path, []byte(skey+"\n"), 0o600)
+	return atomicfile.Write(path, []byte(skey+"\n"), 0o600)
 }
 
 // LoadSigner reads the signer key file at path. It refuses a file that
@@ -118,42 +123,4 @@ func LoadVerifier(vkey string) (note.Verifier, error) {
 		return nil, fmt.Errorf("log verifier key: %w; want the <origin>+<hash>+<key> line of the .vkey file", err)
 	}
 	return v, nil
-}
-
-// writeAtomic writes path through a synced temporary file and a rename,
-// then syncs the directory.
-func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

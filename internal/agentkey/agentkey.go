@@ -35,6 +35,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/bankdoor/bankdoor/internal/atomicfile"
 )
 
 // File names inside a key directory.
@@ -176,13 +178,16 @@ func Generate(dir string, force bool) (ed25519.PublicKey, error) {
 
 // Save writes priv and its public key to dir (created with mode 0700 if
 // missing). It refuses to replace an existing key file unless force is
-// set; that error wraps fs.ErrExist. Each file is written to a temporary
-// file, synced and renamed into place, then the directory is synced, so a
-// crash leaves either the old file or the new one.
+// set; that error wraps fs.ErrExist. Each file is written through a synced
+// temporary file (package atomicfile), so a crash leaves either the old
+// file or the new one. Without force the private key is created
+// exclusively: of several processes saving a key into one empty directory
+// at once, exactly one succeeds, and the others get fs.ErrExist instead
+// of replacing the key the first one already signs with.
 func Save(dir string, priv ed25519.PrivateKey, force bool) error {
+	privPath, pubPath := filepath.Join(dir, PrivateFile), filepath.Join(dir, PublicFile)
 	if !force {
-		for _, name := range []string{PrivateFile, PublicFile} {
-			p := filepath.Join(dir, name)
+		for _, p := range []string{privPath, pubPath} {
 			if _, err := os.Lstat(p); err == nil {
 				return fmt.Errorf("key file %s: %w", p, fs.ErrExist)
 			} else if !errors.Is(err, fs.ErrNotExist) {
@@ -197,10 +202,18 @@ func Save(dir string, priv ed25519.PrivateKey, force bool) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(dir, PrivateFile, privPEM, 0o600); err != nil {
+	if force {
+		err = atomicfile.Write(privPath, privPEM, 0o600)
+	} else {
+		err = atomicfile.Create(privPath, privPEM, 0o600)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("key file %s: %w", privPath, fs.ErrExist)
+		}
 		return err
 	}
-	return writeAtomic(dir, PublicFile, pubPEM, 0o644)
+	return atomicfile.Write(pubPath, pubPEM, 0o644)
 }
 
 func encode(pub ed25519.PublicKey, priv ed25519.PrivateKey) (privPEM, pubPEM []byte, err error) {
@@ -215,44 +228,4 @@ func encode(pub ed25519.PublicKey, priv ed25519.PrivateKey) (privPEM, pubPEM []b
 	privPEM = pem.EncodeToMemory(&pem.Block{Type: pemPrivate, Bytes: p8})
 	pubPEM = pem.EncodeToMemory(&pem.Block{Type: pemPublic, Bytes: spki})
 	return privPEM, pubPEM, nil
-}
-
-// writeAtomic writes dir/name through a synced temporary file and a
-// rename, then syncs dir.
-func writeAtomic(dir, name string, data []byte, perm os.FileMode) (err error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

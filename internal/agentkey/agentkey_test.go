@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -282,5 +283,52 @@ func TestDir(t *testing.T) {
 	t.Setenv("HOME", "/home/auditor")
 	if d, err := Dir(); err != nil || d != "/home/auditor/.config/bankdoor" {
 		t.Errorf("without $BANKDOOR_HOME: Dir = %q, %v", d, err)
+	}
+}
+
+// TestSaveConcurrentOneKey: proxies starting at once on an empty key
+// directory each make a key in memory and save it. Exactly one Save
+// succeeds, the others get fs.ErrExist, and the key on disk is the
+// winner's, so no process signs with a key other than the one saved.
+func TestSaveConcurrentOneKey(t *testing.T) {
+	for round := range 10 {
+		dir := filepath.Join(t.TempDir(), "home")
+		const n = 8
+		keys := make([]ed25519.PrivateKey, n)
+		errs := make([]error, n)
+		for i := range keys {
+			_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				errs[i] = Save(dir, keys[i], false)
+			})
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: Save %d and %d both succeeded", round, winner, i)
+			case err == nil:
+				winner = i
+			case !errors.Is(err, fs.ErrExist):
+				t.Fatalf("round %d: Save %d: %v, want fs.ErrExist", round, i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("round %d: no Save succeeded", round)
+		}
+		priv, err := LoadPrivate(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !priv.Equal(keys[winner]) {
+			t.Fatalf("round %d: the saved key is not the one whose Save succeeded", round)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bankdoor/bankdoor/internal/atomicfile"
 )
 
 // Pin is what SetPins writes for one tool: its schema_sha256 and, if not
@@ -52,8 +54,8 @@ func SetPins(path, server string, pins map[string]Pin) (changed, notInPolicy []s
 	if err != nil || len(changed) == 0 {
 		return nil, notInPolicy, err
 	}
-	if err := writeAtomic(real, out, mode); err != nil {
-		return nil, nil, err
+	if err := atomicfile.Write(real, out, mode); err != nil {
+		return nil, nil, fmt.Errorf("policy: %w", err)
 	}
 	return changed, notInPolicy, nil
 }
@@ -183,49 +185,4 @@ func lookup(m *yaml.Node, key string) (k, v *yaml.Node) {
 		}
 	}
 	return nil, nil
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("policy: sync %s: %w", dir, err)
-	}
-	return nil
 }
