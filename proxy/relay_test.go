@@ -115,24 +115,37 @@ func (r *sliceRecorder) last() (Event, int) {
 	return r.events[len(r.events)-1], len(r.events)
 }
 
-// agent drives a Relay over pipes with raw lines.
+// agent drives a Relay over pipes with raw lines: what the test writes is
+// the agent's stdin, each line the relay writes arrives on out.
 type agent struct {
 	t    testing.TB
 	in   *io.PipeWriter
-	out  *bufio.Scanner
-	done chan error
+	out  chan string
+	done chan error // Run's result
 }
 
 func startRelay(t testing.TB, ctx context.Context, rec Recorder) *agent {
 	t.Helper()
 	s := newBank()
 	p := bankPolicy(t, ctx, s)
-	r := New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: rec}, connectBank(t, ctx, s))
+	return runAgent(t, ctx, New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: rec}, connectBank(t, ctx, s)))
+}
+
+// runAgent runs r with pipes for the agent's side until ctx ends or the
+// agent closes its input.
+func runAgent(t testing.TB, ctx context.Context, r *Relay) *agent {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	a := &agent{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
-	a.out.Buffer(nil, 1<<20)
+	a := &agent{t: t, in: inW, out: make(chan string, 64), done: make(chan error, 1)}
 	go func() { a.done <- r.Run(ctx, inR, outW); outW.Close() }()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			a.out <- sc.Text()
+		}
+		close(a.out)
+	}()
 	return a
 }
 
@@ -143,12 +156,19 @@ func (a *agent) send(line string) {
 	}
 }
 
+// recv returns the next line the relay wrote to the agent.
 func (a *agent) recv() string {
 	a.t.Helper()
-	if !a.out.Scan() {
-		a.t.Fatalf("the relay closed its output: %v", a.out.Err())
+	select {
+	case line, ok := <-a.out:
+		if !ok {
+			a.t.Fatal("the relay closed its output")
+		}
+		return line
+	case <-time.After(10 * time.Second):
+		a.t.Fatal("the relay wrote nothing to the agent within 10s")
+		return ""
 	}
-	return a.out.Text()
 }
 
 func (a *agent) roundTrip(line string) string {

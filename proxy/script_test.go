@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,12 +198,9 @@ servers:
 // scriptSession is a relay between a test's agent lines and a scripted
 // server.
 type scriptSession struct {
-	t      testing.TB
+	*agent
 	srv    *scriptServer
 	rec    Recorder
-	in     *io.PipeWriter
-	out    chan string
-	done   chan error
 	cancel context.CancelFunc
 }
 
@@ -239,47 +235,13 @@ func startBare(t testing.TB, cfg Config) *scriptSession {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := newScriptServer(t)
-	r := New(cfg, srv)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s := &scriptSession{t: t, srv: srv, rec: cfg.Recorder, in: inW, out: make(chan string, 64), done: make(chan error, 1), cancel: cancel}
-	go func() { s.done <- r.Run(ctx, inR, outW); outW.Close() }()
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			s.out <- sc.Text()
-		}
-		close(s.out)
-	}()
+	s := &scriptSession{agent: runAgent(t, ctx, New(cfg, srv)), srv: srv, rec: cfg.Recorder, cancel: cancel}
 	t.Cleanup(func() {
 		cancel()
-		inW.Close()
+		s.in.Close()
 		srv.Close()
 	})
 	return s
-}
-
-func (s *scriptSession) send(line string) {
-	s.t.Helper()
-	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
-		s.t.Fatalf("writing to the relay: %v", err)
-	}
-}
-
-// recv returns the next line the relay wrote to the agent.
-func (s *scriptSession) recv() string {
-	s.t.Helper()
-	select {
-	case line, ok := <-s.out:
-		if !ok {
-			s.t.Fatal("the relay closed its output")
-		}
-		return line
-	case <-time.After(10 * time.Second):
-		s.t.Fatal("the relay wrote nothing to the agent within 10s")
-		return ""
-	}
 }
 
 // callBalances is the agent's tools/call of get_balances with id.
