@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/transparency-dev/formats/log"
@@ -45,21 +46,44 @@ func checkpointBody(n []byte) (log.Checkpoint, error) {
 // a key with name and key hash (the first four bytes of the signature
 // line's base64), as golang.org/x/mod/sumdb/note writes them.
 func signedBy(n []byte, name string, hash uint32) bool {
+	return slices.Contains(signers(n), keyName(name, hash))
+}
+
+// logKeyOf names the key that signed the checkpoint n of the log origin
+// (its first signature by a key of that name), or just origin if none did.
+func logKeyOf(n []byte, origin string) string {
+	for _, s := range signers(n) {
+		if name, _, _ := strings.Cut(s, "+"); name == origin {
+			return s
+		}
+	}
+	return origin
+}
+
+// keyName is how a note key is named in messages: name+hash, the start
+// of its verifier key.
+func keyName(name string, hash uint32) string { return fmt.Sprintf("%s+%08x", name, hash) }
+
+// signers returns the key of each signature line of the note n, as
+// keyName names them, without verifying any.
+func signers(n []byte) []string {
 	_, sigs, ok := bytes.Cut(n, []byte("\n\n"))
 	if !ok {
-		return false
+		return nil
 	}
+	var keys []string
 	for _, line := range strings.Split(string(sigs), "\n") {
-		rest, ok := strings.CutPrefix(line, "— "+name+" ")
+		rest, ok := strings.CutPrefix(line, "— ")
 		if !ok {
 			continue
 		}
-		sig, err := base64.StdEncoding.DecodeString(rest)
-		if err == nil && len(sig) >= 4 && binary.BigEndian.Uint32(sig) == hash {
-			return true
+		name, b64, ok := strings.Cut(rest, " ")
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if ok && err == nil && len(sig) >= 4 {
+			keys = append(keys, keyName(name, binary.BigEndian.Uint32(sig)))
 		}
 	}
-	return false
+	return keys
 }
 
 // treeState is the committed tree as a store holds it.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -140,10 +141,16 @@ func TestOpenRefuses(t *testing.T) {
 	if _, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("second Open of a held file = %v; want an error naming it", err)
 	}
+	if _, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents, LockWait: -1}); !errors.Is(err, ErrLocked) {
+		t.Errorf("Open of a held file without waiting = %v; want ErrLocked", err)
+	}
 	l.Close()
+	// Both keys are named (name+hash, as their verifier keys start).
+	mine := fmt.Sprintf("%s+%08x", s.Name(), s.KeyHash())
 	_, err = Open(path, Options{Origin: other.Name(), Signer: other, Agents: agents})
-	if err == nil || !strings.Contains(err.Error(), `origin "ledger.example/test"`) {
-		t.Errorf("Open with another origin = %v; want an error naming the file's origin", err)
+	if theirs := fmt.Sprintf("%s+%08x", other.Name(), other.KeyHash()); err == nil || !errors.Is(err, ErrOtherLog) ||
+		!strings.Contains(err.Error(), mine) || !strings.Contains(err.Error(), theirs) {
+		t.Errorf("Open with another origin = %v; want ErrOtherLog naming the file's key %s and the given one %s", err, mine, theirs)
 	}
 	// Same origin, another key: the log's verifiers could not check its
 	// checkpoints any more.
@@ -153,8 +160,9 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(path, Options{Origin: testOrigin, Signer: impostor, Agents: agents})
-	if err == nil || !strings.Contains(err.Error(), "not signed by this log key") {
-		t.Errorf("Open with another key of the same name = %v; want a refusal", err)
+	if theirs := fmt.Sprintf("%s+%08x", impostor.Name(), impostor.KeyHash()); err == nil || !errors.Is(err, ErrOtherLog) ||
+		!strings.Contains(err.Error(), mine) || !strings.Contains(err.Error(), theirs) {
+		t.Errorf("Open with another key of the same name = %v; want ErrOtherLog naming the file's key %s and the given one %s", err, mine, theirs)
 	}
 	if l, err := Open(path, Options{Origin: testOrigin, Signer: s, Agents: agents}); err != nil {
 		t.Errorf("Open with the right key after refusals: %v", err)

@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -54,6 +56,9 @@ type Options struct {
 	Agents   Agents       // enrolled agents; Append refuses others
 	MaxBatch int          // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
 	Logger   *slog.Logger // commit failures are logged here; nil discards
+	// LockWait is how long Open waits for another process to close the
+	// file: 0 means about a second, a negative value not at all.
+	LockWait time.Duration
 }
 
 // Head is the last receipt the log holds for one agent key.
@@ -108,12 +113,12 @@ func rangeFactory() *compact.RangeFactory {
 // different origin or log key (ErrOtherLog), a file of an unknown storage
 // format version, and a file whose stored nodes do not match its
 // checkpoint (ErrStorage; run Fsck to find out why). If another process
-// has the file open, Open fails after about a second (ErrLocked).
+// has the file open, Open fails after Options.LockWait (ErrLocked).
 func Open(path string, opts Options) (*Log, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	s, err := store.OpenBolt(path, false)
+	s, err := store.OpenBoltWait(path, false, cmp.Or(opts.LockWait, store.DefaultLockWait))
 	if errors.Is(err, ErrLocked) {
 		return nil, err
 	} else if err != nil {
@@ -190,16 +195,13 @@ func (l *Log) load(tx store.Tx) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
-	if string(origin) != l.opts.Origin {
-		return fmt.Errorf("%w: %s is the log with origin %q, not %q", ErrOtherLog, l.path, origin, l.opts.Origin)
-	}
 	st, err := readState(tx)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
-	if !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()) {
-		return fmt.Errorf("%w: %s: its checkpoints are not signed by this log key (name %s, key hash %08x)",
-			ErrOtherLog, l.path, l.opts.Signer.Name(), l.opts.Signer.KeyHash())
+	if string(origin) != l.opts.Origin || !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()) {
+		return fmt.Errorf("%w: %s holds the log of key %s, not of this log key %s",
+			ErrOtherLog, l.path, logKeyOf(st.note, string(origin)), keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
 	}
 	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
 	return nil

@@ -18,7 +18,6 @@ import (
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
-	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
@@ -87,69 +86,6 @@ func (f *witnessFlags) load(keyOnly bool) (accepted []note.Verifier, clients []*
 		return nil, nil, err
 	}
 	return accepted, clients, nil
-}
-
-// finalAnchorTimeout bounds the last anchoring attempt of a proxy that
-// stops (see localAnchor.finish).
-const finalAnchorTimeout = 5 * time.Second
-
-// localAnchor is the anchoring loop of a ledger open in this process
-// (ledger serve --witness, the proxy's embedded ledger with --witness):
-// woken by each new checkpoint of the log, it stores the cosignatures in
-// the log's own bbolt file, where GetCheckpoint and bankdoor export
-// --ledger-db find them.
-type localAnchor struct {
-	log      *ledger.Log
-	anchorer *anchor.Anchorer // nil: no witness, nothing runs
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when the loop has returned
-}
-
-// startLocalAnchor runs the anchoring loop of l to witnesses in the
-// background; logKey is l's verifier key.
-func startLocalAnchor(l *ledger.Log, logKey note.Verifier, witnesses []*tlogwitness.Client, logger *slog.Logger) (*localAnchor, error) {
-	a := &localAnchor{log: l, cancel: func() {}, done: make(chan struct{})}
-	if len(witnesses) == 0 {
-		close(a.done)
-		return a, nil
-	}
-	for _, w := range witnesses {
-		w.Logger = logger
-	}
-	var err error
-	a.anchorer, err = anchor.New(anchor.Options{Log: l, LogKey: logKey, Store: l.CosignatureStore(),
-		Witnesses: witnesses, RetryInterval: anchorRetry, Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("--witness: %w", err)
-	}
-	var ctx context.Context
-	ctx, a.cancel = context.WithCancel(context.Background())
-	go func() {
-		defer close(a.done)
-		_ = a.anchorer.Run(ctx, l.Watch(ctx)) // returns ctx.Err()
-	}()
-	return a, nil
-}
-
-// stop ends the loop and waits for it, so that no cosignature is being
-// stored when the log closes.
-func (a *localAnchor) stop() {
-	a.cancel()
-	<-a.done
-}
-
-// finish stops the loop, then gets the log's latest checkpoint cosigned
-// by every witness that has not cosigned it yet, within
-// finalAnchorTimeout: a proxy's last receipts are committed as it stops,
-// after the loop's last round.
-func (a *localAnchor) finish() error {
-	a.stop()
-	if a.anchorer == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), finalAnchorTimeout)
-	defer cancel()
-	return a.anchorer.Anchor(ctx, a.log.Checkpoint())
 }
 
 // anchorRetry is how long the loop waits before asking again a witness

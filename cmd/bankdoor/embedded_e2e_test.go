@@ -116,7 +116,7 @@ func (w *world) exportAndVerify(agent string, n uint64, witnessVKey string) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "export-"+agent)
-	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	db := filepath.Join(w.receipts, ".ledger.db")
 	var quorum []string
 	if witnessVKey != "" {
 		quorum = []string{"--witness-key", witnessVKey, "--witness-quorum", "1"}
@@ -162,7 +162,7 @@ func TestE2EEmbeddedLedgerWitness(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "export")
-	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	db := filepath.Join(w.receipts, ".ledger.db")
 	w.bankdoor(0, "export", "--ledger-db", db, "--ledger-key", keyFile, "--key-id", w.keyID(), "--out", out,
 		"--log-key", vkey, "--witness-key", wit.VKey, "--witness-quorum", "1")
 	verify := func(dir string) (int, string) {

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -114,7 +115,12 @@ func logVerifier(path string) (note.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	vkey, err := ledger.VerifierKey(string(bytes.TrimSpace(b)))
+	return logKeyVerifier(string(bytes.TrimSpace(b)))
+}
+
+// logKeyVerifier returns the verifier of the log key skey.
+func logKeyVerifier(skey string) (note.Verifier, error) {
+	vkey, err := ledger.VerifierKey(skey)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +199,7 @@ type ledgerServer struct {
 	http   *http.Server
 	done   chan error // Serve's result
 
-	anchor *localAnchor
+	anchor *anchor.Loop
 }
 
 // startLedger listens on --addr, then opens (or creates) the ledger file,
@@ -217,10 +223,18 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		ln.Close()
 		return nil, fmt.Errorf("serving cosignatures: %w", err)
 	}
-	if s.anchor, err = startLocalAnchor(l, cfg.logKey, cfg.witnesses, logger); err != nil {
-		l.Close()
-		ln.Close()
-		return nil, err
+	if len(cfg.witnesses) > 0 {
+		for _, w := range cfg.witnesses {
+			w.Logger = logger
+		}
+		a, err := anchor.New(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
+			Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: logger})
+		if err != nil {
+			l.Close()
+			ln.Close()
+			return nil, fmt.Errorf("--witness: %w", err)
+		}
+		s.anchor = anchor.StartLoop(a, l.Watch)
 	}
 	s.http = newHTTPServer(s.svc, cfg, logger)
 	scheme := "http"
@@ -288,7 +302,7 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 		select {
 		case err := <-s.done:
 			s.logger.Error("server failed", "err", err)
-			s.anchor.stop()
+			s.anchor.Stop()
 			s.log.Close()
 			return exitFailure
 		case sig := <-sigs:
@@ -327,7 +341,7 @@ func (s *ledgerServer) shutdown() int {
 		s.logger.Error("server failed", "err", err)
 		code = exitFailure
 	}
-	s.anchor.stop()
+	s.anchor.Stop()
 	size := s.log.Size()
 	if err := s.log.Close(); err != nil {
 		s.logger.Error("closing the ledger", "err", err)

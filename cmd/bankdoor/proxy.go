@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
-	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
@@ -83,68 +82,25 @@ type proxyConfig struct {
 	argv     []string
 }
 
-// precheck checks, before anything is created, that the receipts
-// directory can be made and that the bank server's command exists, and
-// opens the ledger if its file exists (creating nothing: the caller
-// commits or discards what it returns, even with an error).
-func (c *proxyConfig) precheck(agents ledger.Agents, origin string) (*pendingSink, error) {
-	if err := receiptsCreatable(c.receipts); err != nil {
-		return nil, err
-	}
-	pending, err := c.ledger.prepare(c.receipts, agents, origin, c.logger)
-	if err != nil {
-		return pending, err
-	}
-	if c.down.url == "" {
-		if err := checkCommand(c.argv); err != nil {
-			return pending, err
-		}
-	}
-	return pending, nil
-}
-
 // proxyStdio relays one agent on stdin and stdout. Everything that can
 // be checked without creating a file is checked first (the signing key
 // and log key loaded or made in memory, the ledger file opened if it
-// exists, the receipts directory and the bank server's command); then
-// the receipts directory, the new keys and the ledger file are created,
-// in that order.
+// exists and no other proxy holds it, the receipts directory and the bank
+// server's command); then the receipts directory, the new keys and the
+// ledger file are created, in that order.
 func proxyStdio(e *env, c *proxyConfig) int {
 	keyDir, err := agentkey.Dir()
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	key, newKey, err := loadKey(keyDir)
+	ev, w, written, err := c.startStdio(e, keyDir)
+	for attempt := 1; errors.Is(err, errStartRace) && attempt < 3; attempt++ {
+		ev, w, written, err = c.startStdio(e, keyDir) // with the key the other proxy made
+	}
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	pub := key.Public().(ed25519.PublicKey)
-	pending, err := c.precheck(oneAgent{id: agentkey.KeyID(pub), pub: pub}, embeddedOriginStart+agentkey.KeyID(pub))
-	defer pending.discard()
-	if err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	rec, closeRec, err := openRecorder(c.policy, c.server, key, c.receipts)
-	if err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	defer closeRec()
-	if newKey {
-		if err := saveKey(e, keyDir, key); err != nil {
-			return exitErr(e, exitFailure, err)
-		}
-	}
-	sink, err := pending.open(e)
-	if err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	defer sink.close() // after the shipper's final attempt
-	ship, err := sink.ship(c.receipts, pub, c.logger)
-	if err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	defer ship.stop() // before closeRec: the final attempt reads the directory
-	rec.Notify = ship.sh.Notify
+	defer ev.st.Close() // after the relay: see package ledger/station
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -152,6 +108,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
+	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
 	r := proxy.New(proxy.Config{
 		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
 		Logger: c.logger, MaxFrame: c.maxFrame,
@@ -160,6 +117,62 @@ func proxyStdio(e *env, c *proxyConfig) int {
 		return exitErr(e, exitFailure, err)
 	}
 	return exitOK
+}
+
+// startStdio opens the stdio proxy's evidence: its signing key, the
+// station of its receipts directory and its chain. It fails with
+// errStartRace, after undoing what it did, if it made a key in memory
+// that another proxy starting at the same moment wrote first: started
+// again, it loads that one.
+func (c *proxyConfig) startStdio(e *env, keyDir string) (ev *evidence, w *receipt.Writer, written func(), err error) {
+	key, newKey, err := loadKey(keyDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if newKey {
+		defer raced(&err, filepath.Join(keyDir, agentkey.PrivateFile))
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	if err := receiptsCreatable(c.receipts); err != nil {
+		return nil, nil, nil, err
+	}
+	ev, err = c.ledger.openEvidence(c.receipts, keyDir, embeddedOriginStart+agentkey.KeyID(pub), c.logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer ev.raced(&err)
+	if c.down.url == "" {
+		if err := checkCommand(c.argv); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if w, written, err = ev.st.Chain(c.receipts, key); err != nil {
+		return nil, nil, nil, receiptsError(c.receipts, err)
+	}
+	if newKey {
+		if err := saveKey(e, keyDir, key); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if err := ev.start(e); err != nil {
+		return nil, nil, nil, err
+	}
+	return ev, w, written, nil
+}
+
+// errStartRace is the error of a start that made a key in memory while
+// another process wrote that key's file: a new start loads it.
+var errStartRace = errors.New("another proxy starting at the same moment created the key")
+
+// raced replaces a non-nil *err with errStartRace if the key file path,
+// which did not exist when the start made its key, exists now.
+func raced(err *error, path string) {
+	if *err == nil || errors.Is(*err, errStartRace) {
+		return
+	}
+	if _, serr := os.Lstat(path); serr == nil {
+		*err = fmt.Errorf("%w (%s): %w", errStartRace, path, *err)
+	}
 }
 
 // proxyLogger logs warnings and errors to stderr; with -v, decisions too.
@@ -193,17 +206,11 @@ func receiptsCreatable(dir string) error {
 	return nil
 }
 
-// openRecorder opens the receipts directory dir (creating it if need be)
-// for the signing key, so that a proxy that could not leave evidence
-// never starts.
-func openRecorder(p *policy.Policy, server string, key ed25519.PrivateKey, dir string) (*proxy.ReceiptRecorder, func(), error) {
-	w, err := receipt.OpenWriter(dir, key)
-	if err != nil {
-		abs, _ := filepath.Abs(dir)
-		return nil, nil, hint(fmt.Errorf("--receipts %s: %w", abs, err), receiptsHint)
-	}
-	rec := &proxy.ReceiptRecorder{W: w, Server: server, PolicyID: p.ID, PolicySHA256: p.SHA256}
-	return rec, func() { w.Close() }, nil
+// receiptsError names the receipts directory dir in err, which opening
+// it returned, and says how to fix it.
+func receiptsError(dir string, err error) error {
+	abs, _ := filepath.Abs(dir)
+	return hint(fmt.Errorf("--receipts %s: %w", abs, err), receiptsHint)
 }
 
 // loadKey loads the signing key in dir. On the very first start (no key

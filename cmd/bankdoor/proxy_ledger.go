@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"crypto/ed25519"
 	"errors"
 	"flag"
@@ -18,13 +17,14 @@ import (
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/spool"
+	"github.com/bankdoor/bankdoor/ledger/station"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
 )
 
 // Embedded ledger defaults.
 const (
 	ledgerKeyFile       = "ledger.key" // in the key directory; + ".vkey"
-	ledgerDBFile        = "ledger.db"  // beside the receipts directory
+	ledgerDBFile        = ".ledger.db" // in the receipts directory
 	embeddedOriginStart = "bankdoor.local/embedded/"
 )
 
@@ -41,7 +41,7 @@ type ledgerFlags struct {
 
 func (f *ledgerFlags) register(fs *flag.FlagSet) {
 	f.remote.register(fs, "ship receipts in the background to the ledger at this URL (bankdoor ledger serve) instead of the embedded ledger")
-	fs.StringVar(&f.db, "ledger-db", "", "the embedded ledger's file (default: "+ledgerDBFile+" beside the --receipts directory, so .bankdoor/"+ledgerDBFile+")")
+	fs.StringVar(&f.db, "ledger-db", "", "the embedded ledger's file (default: "+ledgerDBFile+" in the --receipts directory, so .bankdoor/receipts/"+ledgerDBFile+")")
 	fs.StringVar(&f.key, "ledger-key", "", "the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory, created on first use)")
 	fs.StringVar(&f.origin, "ledger-origin", "", "the embedded ledger's checkpoint origin: the log key's name (default for a new key: "+embeddedOriginStart+"<key_id>, or "+embeddedOriginStart+"gateway-<random> with --listen)")
 	f.witnesses.register(fs)
@@ -74,123 +74,121 @@ func (f *ledgerFlags) check() error {
 	return err
 }
 
-// ledgerSink is the ledger the proxy's shippers ship to: the remote one
-// the flags name, or the embedded one, open in this process with its
-// anchoring loop.
-type ledgerSink struct {
-	to     spool.Appender
-	name   string      // for logs: the URL, or "embedded"
-	log    *ledger.Log // the embedded ledger; nil for a remote one
-	anchor *localAnchor
-	logger *slog.Logger
-}
-
-// pendingSink is the ledger the flags name, checked but not created: the
-// embedded ledger's log key is loaded, or made in memory on first use;
-// its file is opened if it exists, or else its directory is checked.
-// open creates what is missing; discard closes what prepare opened.
-type pendingSink struct {
-	f       *ledgerFlags
-	signer  note.Signer
-	keyPath string
+// evidence is the station (see package ledger/station) the flags
+// configure, opened but not started: the embedded ledger's log key is
+// loaded, or made in memory on first use and written by start.
+type evidence struct {
+	st      *station.Station
+	keyPath string // the embedded ledger's log key file
 	newKey  string // the log key made on first use, to be written to keyPath
-	db      string
-	existed bool        // the file existed at prepare
-	log     *ledger.Log // the embedded ledger, if its file existed; then open's
-	agents  ledger.Agents
-	logger  *slog.Logger
+	origin  string
+	db      string // the embedded ledger's file
+	existed bool   // it existed at open
 }
 
-// prepare checks the ledger the flags name, creating nothing. A remote
-// ledger is not contacted: it may be down; the receipts wait in their
-// directory. The embedded ledger's file defaults to one beside receipts;
-// it enrolls agents, and a log key made on first use is named
-// --ledger-origin or else defaultOrigin.
-func (f *ledgerFlags) prepare(receipts string, agents ledger.Agents, defaultOrigin string, logger *slog.Logger) (*pendingSink, error) {
-	p := &pendingSink{f: f, agents: agents, logger: logger}
+// openEvidence opens the station of the receipts directory, whose chains
+// are signed by keys in home, creating nothing. A remote ledger is not
+// contacted: it may be down; the receipts wait in their directory. The
+// embedded ledger's file defaults to defaultLedgerDB(receipts); a log key
+// made on first use is named --ledger-origin or else defaultOrigin.
+func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger *slog.Logger) (*evidence, error) {
+	cfg := station.Config{Receipts: receipts, Chains: station.HomeChains(receipts, home), Logger: logger}
+	v := &evidence{}
 	if f.client != nil {
-		return p, nil
+		cfg.Remote, cfg.RemoteName = spool.Remote{Client: f.client, URL: f.remote.url}, f.remote.url
+		var err error
+		v.st, err = station.Open(cfg)
+		return v, err
 	}
-	var err error
-	if p.signer, p.keyPath, p.newKey, err = f.signer(defaultOrigin); err != nil {
+	signer, keyPath, newKey, err := f.signer(defaultOrigin)
+	if err != nil {
 		return nil, err
 	}
-	p.db = f.db
-	if p.db == "" {
-		p.db = filepath.Join(filepath.Dir(filepath.Clean(receipts)), ledgerDBFile)
+	v.keyPath, v.newKey, v.origin = keyPath, newKey, signer.Name()
+	if v.db = f.db; v.db == "" {
+		v.db = defaultLedgerDB(receipts, logger)
 	}
-	p.logger = logger.With("ledger", "embedded")
-	if _, err := os.Stat(p.db); err == nil {
-		p.existed = true
-		p.log, err = p.openDB()
-		return p, err
-	} else if cerr := creatable(p.db); cerr != nil || !errors.Is(err, fs.ErrNotExist) {
-		return p, p.dbError(cmp.Or(cerr, err))
+	e := &station.Embedded{Path: v.db, Options: ledger.Options{Origin: signer.Name(), Signer: signer, Logger: logger.With("ledger", "embedded")},
+		Witnesses: f.anchorTo}
+	if len(f.anchorTo) > 0 {
+		if newKey != "" {
+			e.LogKey, err = logKeyVerifier(newKey)
+		} else {
+			e.LogKey, err = logVerifier(keyPath)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the embedded ledger's key %s: %w", keyPath, err)
+		}
+		for i, w := range f.anchorTo {
+			w.Logger = logger
+			logger.Info("anchoring the embedded ledger's checkpoints to witness", "witness", w.Name(), "url", f.witnesses.urls[i])
+		}
 	}
-	return p, nil
+	cfg.Embedded = e
+	if _, err := os.Stat(v.db); err == nil {
+		v.existed = true
+	} else if cerr := creatable(v.db); cerr != nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil, v.dbError(cmp.Or(cerr, err))
+	}
+	v.st, err = station.Open(cfg)
+	return v, v.dbError(err)
 }
 
-// open creates the embedded ledger's log key and file if they are new
-// and starts its anchoring loop, or returns the remote ledger.
-func (p *pendingSink) open(e *env) (*ledgerSink, error) {
-	f := p.f
-	if f.client != nil {
-		return &ledgerSink{to: spool.Remote{Client: f.client, URL: f.remote.url}, name: f.remote.url, logger: p.logger}, nil
-	}
-	if p.newKey != "" {
-		if err := writeLogKey(p.keyPath, p.newKey); err != nil {
-			return nil, hint(fmt.Errorf("creating the embedded ledger's log key: %w", err), "give one with --ledger-key FILE (bankdoor ledger keygen makes one)")
+// start writes the embedded ledger's log key if it is new, then starts
+// the station: the ledger file is created if it is missing.
+func (v *evidence) start(e *env) error {
+	if v.newKey != "" {
+		if err := writeLogKey(v.keyPath, v.newKey); err != nil {
+			return hint(fmt.Errorf("creating the embedded ledger's log key: %w", err), "give one with --ledger-key FILE (bankdoor ledger keygen makes one)")
 		}
 		e.printf("created log key %s for the embedded ledger (origin %s); its verifier key is in %s",
-			p.keyPath, p.signer.Name(), p.keyPath+ledger.VerifierKeySuffix)
+			v.keyPath, v.origin, v.keyPath+ledger.VerifierKeySuffix)
 	}
-	if p.log == nil {
-		if err := os.MkdirAll(filepath.Dir(p.db), 0o700); err != nil {
-			return nil, p.dbError(err)
-		}
-		var err error
-		if p.log, err = p.openDB(); err != nil {
-			return nil, err
-		}
-	}
-	l := p.log
-	p.log = nil // the sink's now
-	s := &ledgerSink{to: spool.Embedded{Log: l}, name: "embedded", log: l, logger: p.logger}
-	var err error
-	if s.anchor, err = f.startAnchor(l, p.keyPath, p.logger); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return s, nil
+	return v.dbError(v.st.Start())
 }
 
-// discard closes the embedded ledger if prepare opened it and open did
-// not take it.
-func (p *pendingSink) discard() {
-	if p != nil && p.log != nil {
-		p.log.Close()
-		p.log = nil
+// raced closes the station if *err is not nil, and replaces *err with
+// errStartRace if the log key was made in memory and another process has
+// written its file since.
+func (v *evidence) raced(err *error) {
+	if *err == nil {
+		return
+	}
+	v.st.Close()
+	if v.newKey != "" {
+		raced(err, v.keyPath)
 	}
 }
 
-func (p *pendingSink) openDB() (*ledger.Log, error) {
-	l, err := ledger.Open(p.db, ledger.Options{Origin: p.signer.Name(), Signer: p.signer, Agents: p.agents, Logger: p.logger})
-	return l, p.dbError(err)
+// defaultLedgerDB is the embedded ledger's file of the receipts directory
+// receipts: ledgerDBFile inside it, so that two receipts directories never
+// share one. A ledger at the place earlier versions used (ledger.db beside
+// the receipts directory) is kept if the new one does not exist yet: its
+// checkpoints may be cosigned, and a new log would fork them.
+func defaultLedgerDB(receipts string, logger *slog.Logger) string {
+	db := filepath.Join(receipts, ledgerDBFile)
+	legacy := filepath.Join(filepath.Dir(filepath.Clean(receipts)), "ledger.db")
+	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(legacy); err == nil {
+			logger.Warn("using the embedded ledger at the place earlier versions kept it; with every proxy stopped, move it into the receipts directory, or keep it with --ledger-db",
+				"ledger", legacy, "move_to", db)
+			return legacy
+		}
+	}
+	return db
 }
 
 // dbError names the embedded ledger's file in err and says what to do.
-func (p *pendingSink) dbError(err error) error {
+func (v *evidence) dbError(err error) error {
 	if err == nil {
 		return nil
 	}
-	abs, _ := filepath.Abs(p.db)
+	abs, _ := filepath.Abs(v.db)
 	err = fmt.Errorf("--ledger-db %s: %w", abs, err)
 	switch {
 	case errors.Is(err, ledger.ErrOtherLog):
 		return hint(err, "the embedded ledger is signed with --ledger-key (by default %s in the key directory): give the log key and --ledger-origin this file was made with, another file with --ledger-db PATH, or a remote ledger with --ledger URL", ledgerKeyFile)
-	case errors.Is(err, ledger.ErrLocked):
-		return hint(err, "the file is open in another proxy: stop it, or give this one another file with --ledger-db PATH")
-	case p.existed && errors.Is(err, ledger.ErrStorage):
+	case v.existed && errors.Is(err, ledger.ErrStorage):
 		return hint(err, "check the file with bankdoor ledger fsck --db %s, or give another one with --ledger-db PATH", abs)
 	}
 	return hint(err, "give the embedded ledger a file with --ledger-db PATH, or ship to a remote ledger with --ledger URL")
@@ -216,65 +214,6 @@ func creatable(path string) error {
 		}
 		dir = parent
 	}
-}
-
-// startAnchor starts anchoring the embedded ledger l, signed with the
-// log key at keyPath, to the --witness witnesses.
-func (f *ledgerFlags) startAnchor(l *ledger.Log, keyPath string, logger *slog.Logger) (*localAnchor, error) {
-	if len(f.anchorTo) == 0 {
-		return startLocalAnchor(l, nil, nil, logger)
-	}
-	logKey, err := logVerifier(keyPath)
-	if err != nil {
-		return nil, fmt.Errorf("the embedded ledger's key %s: %w", keyPath, err)
-	}
-	for i, w := range f.anchorTo {
-		logger.Info("anchoring the embedded ledger's checkpoints to witness", "witness", w.Name(), "url", f.witnesses.urls[i])
-	}
-	return startLocalAnchor(l, logKey, f.anchorTo, logger)
-}
-
-// ship starts shipping the receipts directory of the agent key pub.
-func (s *ledgerSink) ship(receipts string, pub ed25519.PublicKey, logger *slog.Logger) (*shipping, error) {
-	cfg := spool.Config{Dir: receipts, KeyID: agentkey.KeyID(pub), Ledger: s.to, Logger: logger.With("ledger", s.name)}
-	sh, err := spool.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Logger.Info("shipping receipts to the ledger in the background", "receipts", receipts)
-	ctx, cancel := context.WithCancel(context.Background())
-	ship := &shipping{sh: sh, cancel: cancel, done: make(chan error, 1)}
-	go func() { ship.done <- sh.Run(ctx) }()
-	return ship, nil
-}
-
-// close closes the embedded ledger, once every shipper has stopped: its
-// anchoring loop makes a last bounded attempt to get the final
-// checkpoint cosigned, then the file is closed.
-func (s *ledgerSink) close() {
-	if s.log == nil {
-		return
-	}
-	if err := s.anchor.finish(); err != nil {
-		s.logger.Warn("the embedded ledger's latest checkpoint is not cosigned by every witness; the next proxy started on the ledger anchors it",
-			"size", s.log.Size(), "err", err)
-	}
-	if err := s.log.Close(); err != nil {
-		s.logger.Error("closing the embedded ledger", "err", err)
-	}
-}
-
-// shipping is a running Shipper.
-type shipping struct {
-	sh     *spool.Shipper
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// stop ends shipping after one bounded final attempt (see spool.Shipper.Run).
-func (s *shipping) stop() {
-	s.cancel()
-	<-s.done // Run has logged what it could not ship
 }
 
 // signer loads the embedded ledger's log key and returns it with its

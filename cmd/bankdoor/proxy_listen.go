@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,8 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+	"github.com/bankdoor/bankdoor/ledger/station"
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/httpserve"
@@ -103,26 +102,16 @@ func serveAgents(e *env, c *agentsConfig) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	agents := &agentRecorders{e: e, c: c, home: home, keys: &agentchain.Keys{}, open: map[string]*agentRecorder{}}
-	known := agents.enrollKnown()
-	pending, err := c.precheck(agents.keys, gatewayOrigin())
-	defer pending.discard()
+	ev, ln, err := c.startGateway(e, home)
+	for attempt := 1; errors.Is(err, errStartRace) && attempt < 3; attempt++ {
+		ev, ln, err = c.startGateway(e, home) // with the log key the other proxy made
+	}
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	ln, err := net.Listen("tcp", c.serve.addr)
-	if err != nil {
-		return fail(e, exitFailure, "--listen: %w", err)
-	}
-	defer ln.Close() // in case of an early return; Serve closes it too
-	if agents.sink, err = pending.open(e); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	defer agents.sink.close() // after every shipper's final attempt
-	defer agents.close()
-	if err := agents.catchUp(known); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
+	defer ev.st.Close() // after the sessions: see package ledger/station
+	defer ln.Close()    // in case of an early return; Serve closes it too
+	agents := &agentRecorders{e: e, c: c, home: home, st: ev.st, open: map[string]*proxy.ReceiptRecorder{}}
 	scheme := "http"
 	if c.serve.tls != nil {
 		scheme = "https"
@@ -160,6 +149,35 @@ func serveAgents(e *env, c *agentsConfig) int {
 	return exitOK
 }
 
+// startGateway opens the gateway's evidence (the station of its receipts
+// directory) and listens, then creates the embedded ledger's log key and
+// file if they are new: an address that cannot be listened on leaves
+// nothing behind. It fails with errStartRace, after undoing what it did,
+// if it made the log key in memory and another proxy starting at the same
+// moment wrote it first.
+func (c *agentsConfig) startGateway(e *env, home string) (ev *evidence, ln net.Listener, err error) {
+	if err := receiptsCreatable(c.receipts); err != nil {
+		return nil, nil, err
+	}
+	if ev, err = c.ledger.openEvidence(c.receipts, home, gatewayOrigin(), c.logger); err != nil {
+		return nil, nil, err
+	}
+	defer ev.raced(&err)
+	if c.down.url == "" {
+		if err := checkCommand(c.argv); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ln, err = net.Listen("tcp", c.serve.addr); err != nil {
+		return nil, nil, fmt.Errorf("--listen: %w", err)
+	}
+	if err := ev.start(e); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ev, ln, nil
+}
+
 // gatewayOrigin names the log key that the embedded ledger of a proxy
 // serving agents makes on first use: the gateway has no key of its own,
 // so the name is random, and no two gateways share a witness's record.
@@ -169,119 +187,60 @@ func gatewayOrigin() string {
 	return embeddedOriginStart + "gateway-" + hex.EncodeToString(b)
 }
 
-// agentRecorders opens each agent's key, receipts directory and shipping
-// at its first session and keeps them until the server stops: sessions of
-// one agent share one chain. The embedded ledger enrolls keys: each agent
-// key directory there is at start, and each new agent's key at its first
-// session, before its receipts are shipped.
+// agentRecorders opens each agent's key and receipts directory at its
+// first session and keeps them until the server stops: sessions of one
+// agent share one chain (with the sessions of other gateways on the same
+// receipts directory, too). The station's holder ships every agent's
+// chain and enrolls its key in the embedded ledger.
 type agentRecorders struct {
 	e    *env
 	c    *agentsConfig
 	home string
-	keys *agentchain.Keys
-	sink *ledgerSink
+	st   *station.Station
 
 	mu   sync.Mutex
-	open map[string]*agentRecorder
-}
-
-type agentRecorder struct {
-	rec      *proxy.ReceiptRecorder // nil until the agent's first session
-	closeRec func()
-	ship     *shipping
-}
-
-// knownAgent is an agent whose key directory exists.
-type knownAgent struct {
-	name string
-	pub  ed25519.PublicKey
-}
-
-// enrollKnown enrolls the public key of every agent key directory in
-// $BANKDOOR_HOME/agents: after a restart the ledger holds their chains,
-// and their shippers resume from its heads. A directory whose public key
-// cannot be read is skipped with a warning: that agent's key is enrolled
-// at its first session, from its private key, as a new agent's is.
-func (a *agentRecorders) enrollKnown() []knownAgent {
-	dir := filepath.Join(a.home, "agents")
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		a.c.logger.Warn("cannot list the agents' key directories; agents are enrolled at their first session", "dir", dir, "err", err)
-	}
-	var known []knownAgent
-	for _, ent := range entries {
-		if !ent.IsDir() {
-			continue
-		}
-		path := filepath.Join(dir, ent.Name(), agentkey.PublicFile)
-		pub, err := agentkey.LoadPublic(path)
-		if err != nil {
-			a.c.logger.Warn("cannot read an agent's public key; its receipts are enrolled and shipped from its next session", "agent", ent.Name(), "file", path, "err", err)
-			continue
-		}
-		a.keys.Enroll(pub)
-		known = append(known, knownAgent{ent.Name(), pub})
-	}
-	return known
-}
-
-// catchUp starts shipping the receipts directory of each known agent
-// that has one, so that receipts a stopped proxy could not ship reach
-// the ledger even if that agent does not come back.
-func (a *agentRecorders) catchUp(known []knownAgent) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, k := range known {
-		dir := filepath.Join(a.c.receipts, k.name)
-		if _, err := os.Stat(dir); err != nil {
-			continue
-		}
-		ship, err := a.sink.ship(dir, k.pub, a.c.logger.With("agent", k.name))
-		if err != nil {
-			return fmt.Errorf("agent %s: %v", k.name, err)
-		}
-		a.open[k.name] = &agentRecorder{ship: ship}
-	}
-	return nil
+	open map[string]*proxy.ReceiptRecorder
 }
 
 func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := a.open[agent]
-	if r != nil && r.rec != nil {
-		return r.rec, nil
+	if r := a.open[agent]; r != nil {
+		return r, nil
 	}
-	dir := filepath.Join(a.c.receipts, agent)
 	keyDir := filepath.Join(a.home, "agents", agent)
+	w, written, err := a.chain(agent, keyDir)
+	for attempt := 1; errors.Is(err, errStartRace) && attempt < 3; attempt++ {
+		w, written, err = a.chain(agent, keyDir) // with the key another gateway made
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", agent, err)
+	}
+	r := &proxy.ReceiptRecorder{W: w, Notify: written, Server: a.c.server, PolicyID: a.c.policy.ID, PolicySHA256: a.c.policy.SHA256}
+	a.open[agent] = r
+	return r, nil
+}
+
+// chain opens the agent's key, making it on its first session, and its
+// chain in the receipts directory.
+func (a *agentRecorders) chain(agent, keyDir string) (w *receipt.Writer, written func(), err error) {
 	key, newKey, err := loadKey(keyDir)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", agent, err)
+		return nil, nil, err
 	}
-	rec, closeRec, err := openRecorder(a.c.policy, a.c.server, key, dir)
-	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", agent, err)
+	if newKey {
+		defer raced(&err, filepath.Join(keyDir, agentkey.PrivateFile))
+	}
+	dir := filepath.Join(a.c.receipts, agent)
+	if w, written, err = a.st.Chain(dir, key); err != nil {
+		return nil, nil, receiptsError(dir, err)
 	}
 	if newKey {
 		if err := saveKey(a.e, keyDir, key); err != nil {
-			closeRec()
-			return nil, fmt.Errorf("agent %s: %w", agent, err)
+			return nil, nil, err
 		}
 	}
-	pub := key.Public().(ed25519.PublicKey)
-	a.keys.Enroll(pub) // before its receipts are shipped
-	if r == nil {      // not shipping since the start
-		ship, err := a.sink.ship(dir, pub, a.c.logger.With("agent", agent))
-		if err != nil {
-			closeRec()
-			return nil, fmt.Errorf("agent %s: %v", agent, err)
-		}
-		r = &agentRecorder{ship: ship}
-	}
-	rec.Notify = r.ship.sh.Notify
-	r.rec, r.closeRec = rec, closeRec
-	a.open[agent] = r
-	return rec, nil
+	return w, written, nil
 }
 
 // session runs one agent session: its own bank server session and relay.
@@ -299,15 +258,4 @@ func (a *agentRecorders) session(ctx context.Context, agent string, side proxy.A
 		Logger: a.c.logger.With("agent", agent), MaxFrame: a.c.maxFrame,
 	}, conn)
 	return r.RunAgent(ctx, side)
-}
-
-func (a *agentRecorders) close() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, r := range a.open {
-		r.ship.stop() // before closeRec: the final attempt reads the directory
-		if r.closeRec != nil {
-			r.closeRec()
-		}
-	}
 }

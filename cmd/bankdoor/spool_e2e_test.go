@@ -88,7 +88,7 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 
 	// The ledger file is beside the receipts directory; its log key and
 	// the verifier key are in the key directory.
-	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	db := filepath.Join(w.receipts, ".ledger.db")
 	signer, err := ledger.LoadSigner(filepath.Join(w.home, "ledger.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func (w *world) embeddedEntries() [][]byte {
 	}
 	var keys agentchain.Keys
 	keys.Enroll(pub)
-	db := filepath.Join(filepath.Dir(w.receipts), "ledger.db")
+	db := filepath.Join(w.receipts, ".ledger.db")
 	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: &keys})
 	if err != nil {
 		w.t.Fatalf("open the embedded ledger after the proxy exited: %v", err)

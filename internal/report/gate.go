@@ -48,7 +48,7 @@ func (b *Bench) fixture(name, variant string) mcptest.Fixture {
 // to its receipts directory (not in the current directory).
 func (b *Bench) proxy(f mcptest.Fixture, receipts string) mcptest.Proxy {
 	return mcptest.Proxy{Bin: b.Bankdoor, Policy: b.Policy, Server: "bank", Receipts: receipts, Home: b.Home, Fixture: f,
-		Flags: []string{"--ledger-db", filepath.Join(filepath.Dir(receipts), "ledger.db")}}
+		Flags: []string{"--ledger-db", filepath.Join(receipts, ".ledger.db")}}
 }
 
 func (b *Bench) progress(format string, a ...any) {

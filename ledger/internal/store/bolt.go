@@ -35,8 +35,8 @@ func coreBuckets() [][]byte {
 // buckets are the buckets of Version.
 func buckets() [][]byte { return append(coreBuckets(), bucketCosignatures, bucketWitnesses) }
 
-// lockTimeout bounds the wait for the file lock another process holds.
-const lockTimeout = time.Second
+// DefaultLockWait bounds the wait for the file lock another process holds.
+const DefaultLockWait = time.Second
 
 // Bolt is the bbolt backend. Update commits with fsync (bbolt's NoSync is
 // never set), so a nil return means durable.
@@ -48,15 +48,25 @@ type Bolt struct {
 // OpenBolt opens the bbolt file at path, creating it (mode 0600) and its
 // buckets unless readOnly is set. A read-write open takes an exclusive
 // lock on the file, a read-only open a shared one; if another process
-// holds a conflicting lock, OpenBolt fails after a second with an error
-// naming the file.
+// holds a conflicting lock, OpenBolt fails with an error naming the file
+// after DefaultLockWait, or after one try if [OpenBoltWait]'s wait is
+// negative.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
+	return OpenBoltWait(path, readOnly, DefaultLockWait)
+}
+
+// OpenBoltWait is OpenBolt waiting up to wait for the file lock; a
+// negative wait tries once.
+func OpenBoltWait(path string, readOnly bool, wait time.Duration) (*Bolt, error) {
 	if readOnly {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("open ledger %s: %w", path, err)
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
+	if wait <= 0 {
+		wait = time.Nanosecond // bbolt: zero waits for ever; anything under its 50 ms retry tries once
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open ledger %s: %w (a ledger server or a proxy?): %w", path, ErrLocked, err)
 	}

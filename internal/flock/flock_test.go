@@ -1,0 +1,68 @@
+package flock_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/bankdoor/bankdoor/internal/flock"
+)
+
+// TestTryLock: a held lock refuses TryLock from another open file, in
+// this process and in another one, and is free again once closed.
+func TestTryLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	f, err := flock.TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
+		g.Close()
+		t.Fatalf("TryLock of a held lock = %v; want ErrLocked", err)
+	}
+	// Another process: flock(1) from util-linux, if installed.
+	if flockCmd, err := exec.LookPath("flock"); err == nil {
+		if err := exec.CommandContext(t.Context(), flockCmd, "--nonblock", path, "true").Run(); err == nil {
+			t.Errorf("flock(1) took the lock this process holds")
+		}
+	}
+	f.Close()
+	g, err := flock.TryLock(path)
+	if err != nil {
+		t.Fatalf("TryLock after Close = %v", err)
+	}
+	g.Close()
+}
+
+// TestLockWaits: Lock waits for the holder to close, then holds the lock.
+func TestLockWaits(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	f, err := flock.Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *os.File)
+	go func() {
+		g, err := flock.Lock(path)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- g
+	}()
+	// The waiter cannot have the lock while f holds it: TryLock still fails.
+	if h, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
+		h.Close()
+		t.Fatalf("TryLock while held = %v", err)
+	}
+	f.Close()
+	g := <-got
+	if h, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
+		h.Close()
+		t.Fatalf("TryLock while the waiter holds the lock = %v; want ErrLocked", err)
+	}
+	g.Close()
+}

@@ -1,0 +1,429 @@
+package station
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/anchor"
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	"github.com/bankdoor/bankdoor/internal/agentchain"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/flock"
+	"github.com/bankdoor/bankdoor/ledger"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+	"github.com/bankdoor/bankdoor/ledger/spool"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultTakeover    = 250 * time.Millisecond
+	DefaultPoll        = 500 * time.Millisecond
+	DefaultFinalAnchor = 5 * time.Second
+	DefaultAnchorRetry = time.Minute
+)
+
+// ShipLockName is the lock file in the receipts directory whose holder
+// ships to a remote ledger.
+const ShipLockName = ".ship.lock"
+
+// A Chain is a directory holding one key's chain of receipts.
+type Chain struct {
+	Dir string
+	Pub ed25519.PublicKey
+}
+
+// Config is what a Station needs. Receipts and exactly one of Remote and
+// Embedded are required.
+type Config struct {
+	Receipts string // the receipts directory
+	// Chains lists the chains under Receipts that the holder ships besides
+	// those this station writes (see HomeChains); nil lists none.
+	Chains func() ([]Chain, error)
+
+	Remote     spool.Appender // a remote ledger
+	RemoteName string         // for logs: its URL
+	Embedded   *Embedded      // or the embedded one
+
+	Logger   *slog.Logger
+	Takeover time.Duration // how often a standby tries to become the holder
+	Poll     time.Duration // how often the holder looks for receipts written elsewhere and for new chains
+
+	// Spool's settings for the holder's shippers; Dir, KeyID, Ledger,
+	// Logger and Poll are set by the Station.
+	Spool spool.Config
+}
+
+// Embedded is the embedded ledger: a bbolt file and its anchoring.
+type Embedded struct {
+	Path    string
+	Options ledger.Options // Agents and LockWait are set by the Station
+
+	LogKey      note.Verifier // the log key's verifier; required with Witnesses
+	Witnesses   []*tlogwitness.Client
+	AnchorRetry time.Duration // anchor.Options.RetryInterval; 0: DefaultAnchorRetry
+	FinalAnchor time.Duration // bounds the last anchoring at Close; 0: DefaultFinalAnchor
+}
+
+// A Station is one process's share of a receipts directory's evidence;
+// see the package documentation. Its methods are safe for concurrent use.
+type Station struct {
+	cfg  Config
+	log  *slog.Logger
+	keys agentchain.Keys // the keys the embedded ledger enrolls
+
+	mu      sync.Mutex
+	own     map[string]ed25519.PublicKey // chains this station writes: dir -> key
+	writers []*receipt.Writer
+	held    *holding // nil: standby
+	started bool
+	closed  bool
+	lastErr string // the last takeover failure logged
+	scanErr string // the last Chains failure logged
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the background loop has returned
+}
+
+// holding is what the holder holds.
+type holding struct {
+	lock  *os.File    // the ship lock (remote)
+	log   *ledger.Log // the embedded ledger
+	loop  *anchor.Loop
+	to    spool.Appender
+	ships map[string]*shipping // by chain directory
+}
+
+// shipping is a running Shipper.
+type shipping struct {
+	sh     *spool.Shipper
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Open checks cfg and, with the embedded ledger, opens its file if it
+// exists and no other process holds it, checking that it is the log of
+// the configured log key (the error wraps ledger.ErrOtherLog if not). It
+// creates nothing.
+func Open(cfg Config) (*Station, error) {
+	if cfg.Receipts == "" || (cfg.Remote == nil) == (cfg.Embedded == nil) {
+		return nil, errors.New("station: Config.Receipts and one of Config.Remote and Config.Embedded are required")
+	}
+	if e := cfg.Embedded; e != nil && len(e.Witnesses) > 0 && e.LogKey == nil {
+		return nil, errors.New("station: Embedded.LogKey is required to anchor to witnesses")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Takeover <= 0 {
+		cfg.Takeover = DefaultTakeover
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	s := &Station{cfg: cfg, log: cfg.Logger, own: map[string]ed25519.PublicKey{}, done: make(chan struct{})}
+	if e := cfg.Embedded; e != nil {
+		if _, err := os.Stat(e.Path); err == nil {
+			l, err := s.openLedger()
+			if err != nil && !errors.Is(err, ledger.ErrLocked) {
+				return nil, err
+			}
+			if l != nil {
+				s.held = &holding{log: l, to: spool.Embedded{Log: l}}
+			}
+		}
+	}
+	return s, nil
+}
+
+// openLedger opens the embedded ledger without waiting for its lock.
+func (s *Station) openLedger() (*ledger.Log, error) {
+	e := s.cfg.Embedded
+	opts := e.Options
+	opts.Agents, opts.LockWait = &s.keys, -1
+	return ledger.Open(e.Path, opts)
+}
+
+// Chain opens dir, creating it if need be, for writing the chain of key
+// (see receipt.OpenWriter), and returns its writer and the function to
+// call after each receipt it writes. The writer is closed by Close. If the
+// station holds the ledger, the chain is shipped from now on.
+func (s *Station) Chain(dir string, key ed25519.PrivateKey) (w *receipt.Writer, written func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, errors.New("station: closed")
+	}
+	if w, err = receipt.OpenWriter(dir, key); err != nil {
+		return nil, nil, err
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	dir = filepath.Clean(dir)
+	s.writers = append(s.writers, w)
+	s.own[dir] = pub
+	s.keys.Enroll(pub)
+	if s.held != nil && s.started {
+		s.ship(Chain{dir, pub})
+	}
+	return w, func() { s.notify(dir) }, nil
+}
+
+// notify wakes the shipper of dir, if this station holds the ledger.
+func (s *Station) notify(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		if sh := s.held.ships[dir]; sh != nil {
+			sh.sh.Notify()
+		}
+	}
+}
+
+// Start creates the embedded ledger's file if it is missing (and its
+// directory), and holds the ledger if no other process does, or stands by.
+// It fails only if this station cannot hold the ledger for a reason other
+// than another holder: the ledger file is another log's, or damaged.
+func (s *Station) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return errors.New("station: Start called twice or after Close")
+	}
+	if s.held == nil {
+		h, err := s.tryHold()
+		if err != nil && !errors.Is(err, errHeldElsewhere) {
+			return err
+		}
+		s.held = h
+	}
+	s.started = true
+	if s.held != nil {
+		s.hold()
+	} else {
+		s.log.Info("another proxy holds the ledger and ships this receipts directory; this one writes receipts and takes over when it stops",
+			"receipts", s.cfg.Receipts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(ctx)
+	return nil
+}
+
+// errHeldElsewhere is tryHold's error when another process holds the
+// ledger.
+var errHeldElsewhere = errors.New("another process holds the ledger")
+
+// tryHold takes what makes this station the holder, without waiting.
+func (s *Station) tryHold() (*holding, error) {
+	if s.cfg.Remote != nil {
+		f, err := flock.TryLock(filepath.Join(s.cfg.Receipts, ShipLockName))
+		if errors.Is(err, flock.ErrLocked) {
+			return nil, errHeldElsewhere
+		} else if err != nil {
+			return nil, err
+		}
+		return &holding{lock: f, to: s.cfg.Remote}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(s.cfg.Embedded.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("create the embedded ledger's directory: %w", err)
+	}
+	l, err := s.openLedger()
+	if errors.Is(err, ledger.ErrLocked) {
+		return nil, errHeldElsewhere
+	} else if err != nil {
+		return nil, err
+	}
+	return &holding{log: l, to: spool.Embedded{Log: l}}, nil
+}
+
+// hold starts shipping every chain and the anchoring loop. s.mu is held.
+func (s *Station) hold() {
+	h := s.held
+	h.ships = map[string]*shipping{}
+	s.rescan()
+	for dir, pub := range s.own {
+		s.ship(Chain{dir, pub})
+	}
+	if e := s.cfg.Embedded; e != nil && len(e.Witnesses) > 0 {
+		a, err := anchor.New(anchor.Options{Log: h.log, LogKey: e.LogKey, Store: h.log.CosignatureStore(),
+			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Logger: s.log})
+		if err != nil { // Witnesses with one name twice: the caller checks that
+			s.log.Error("the embedded ledger's checkpoints are not anchored", "err", err)
+		} else {
+			h.loop = anchor.StartLoop(a, h.log.Watch)
+		}
+	}
+	s.log.Info("holding the ledger: shipping every chain of the receipts directory", "receipts", s.cfg.Receipts, "ledger", s.ledgerName())
+}
+
+func (s *Station) ledgerName() string {
+	if s.cfg.Embedded != nil {
+		return s.cfg.Embedded.Path
+	}
+	return s.cfg.RemoteName
+}
+
+// rescan ships the chains Config.Chains lists that are not shipped yet.
+// s.mu is held.
+func (s *Station) rescan() {
+	if s.cfg.Chains == nil {
+		return
+	}
+	chains, err := s.cfg.Chains()
+	if err == nil {
+		s.scanErr = ""
+	} else if msg := err.Error(); msg != s.scanErr {
+		s.scanErr = msg
+		s.log.Warn("cannot list the chains of the receipts directory; shipping those already found", "receipts", s.cfg.Receipts, "err", err)
+	}
+	for _, c := range chains {
+		s.keys.Enroll(c.Pub)
+		s.ship(c)
+	}
+}
+
+// ship starts shipping chain c unless it is shipped already. s.mu is held.
+func (s *Station) ship(c Chain) {
+	dir := filepath.Clean(c.Dir)
+	h := s.held
+	if h.ships[dir] != nil {
+		return
+	}
+	cfg := s.cfg.Spool
+	cfg.Dir, cfg.KeyID, cfg.Ledger, cfg.Poll = dir, agentkey.KeyID(c.Pub), h.to, s.cfg.Poll
+	cfg.Logger = s.log.With("ledger", s.ledgerName())
+	sh, err := spool.New(cfg)
+	if err != nil { // the Config is complete: cannot happen
+		s.log.Error("cannot ship a chain", "receipts", dir, "err", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &shipping{sh: sh, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- sh.Run(ctx) }()
+	h.ships[dir] = p
+}
+
+// run is the background loop: a standby tries to take over every
+// Takeover; the holder looks for new chains every Poll.
+func (s *Station) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		wait := s.cfg.Poll
+		if s.held == nil {
+			wait = s.cfg.Takeover
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		s.mu.Lock()
+		if s.held != nil {
+			s.rescan()
+		} else {
+			s.takeOver()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// takeOver tries once to become the holder. s.mu is held.
+func (s *Station) takeOver() {
+	h, err := s.tryHold()
+	switch {
+	case errors.Is(err, errHeldElsewhere):
+		return
+	case err != nil:
+		if msg := err.Error(); msg != s.lastErr {
+			s.log.Error("cannot take over the ledger; this proxy writes receipts only and tries again", "err", err)
+			s.lastErr = msg
+		}
+		return
+	}
+	s.lastErr = ""
+	s.held = h
+	s.log.Info("took over the ledger from a proxy that stopped")
+	s.hold()
+}
+
+// Holding reports whether this station is the holder.
+func (s *Station) Holding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held != nil && s.started
+}
+
+// Close stops the station in the order the package documentation gives
+// and releases the ledger. It returns what kept the holder from shipping
+// every receipt or anchoring the last checkpoint; everything left is
+// shipped and anchored by the next holder.
+func (s *Station) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, w := range s.writers { // 1
+		errs = append(errs, w.Close())
+	}
+	s.mu.Unlock()
+	if s.cancel != nil { // 2
+		s.cancel()
+		<-s.done
+	}
+	s.mu.Lock()
+	h := s.held
+	s.held = nil
+	s.mu.Unlock()
+	if h == nil {
+		return errors.Join(errs...)
+	}
+	var wg sync.WaitGroup // 3
+	shipErrs := make([]error, 0, len(h.ships))
+	var emu sync.Mutex
+	for _, p := range h.ships {
+		wg.Go(func() {
+			p.cancel()
+			if err := <-p.done; err != nil {
+				emu.Lock()
+				shipErrs = append(shipErrs, err)
+				emu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	errs = append(errs, shipErrs...)
+	if e := s.cfg.Embedded; h.loop != nil { // 4
+		if err := h.loop.Finish(orDefault(e.FinalAnchor, DefaultFinalAnchor)); err != nil {
+			s.log.Warn("the embedded ledger's latest checkpoint is not cosigned by every witness; the next proxy to hold the ledger anchors it",
+				"size", h.log.Size(), "err", err)
+			errs = append(errs, fmt.Errorf("anchoring: %w", err))
+		}
+	}
+	if h.log != nil { // 5
+		errs = append(errs, h.log.Close())
+	}
+	if h.lock != nil {
+		errs = append(errs, h.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
