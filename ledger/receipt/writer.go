@@ -71,16 +71,15 @@ func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 	return w, nil
 }
 
-// locked runs f while holding the directory's lock.
+// locked runs f while holding the directory's lock. Unlocking an open
+// file cannot fail but for a bad descriptor, and Close releases the lock
+// anyway: its error is not f's, which may have written a receipt.
 func (w *Writer) locked(f func() error) error {
 	if err := lockFile(w.lockf); err != nil {
 		return fmt.Errorf("lock receipts directory %s: %w", w.dir, err)
 	}
-	ferr := f()
-	if err := unlockFile(w.lockf); err != nil && ferr == nil {
-		return fmt.Errorf("unlock receipts directory %s: %w", w.dir, err)
-	}
-	return ferr
+	defer unlockFile(w.lockf)
+	return f()
 }
 
 // open probes, cleans and scans the directory. It runs under the lock, so
