@@ -7,7 +7,9 @@
 // github.com/bankdoor/bankdoor/ledger/receipt) in seq order, and stops at
 // the first receipt that fails, naming its file and why:
 //
-//   - every file is NNNNNN.json (names starting with "." are skipped);
+//   - every file is NNNNNN.json (names starting with "." are skipped, and
+//     so are subdirectories, such as the chains of other agents in
+//     DIR/AGENT, unless they are named like a receipt);
 //   - every receipt parses strictly, in RFC 8785 canonical form;
 //   - every receipt's key_id is the --pub key's and its signature verifies;
 //   - the file name is the receipt's seq;
@@ -101,7 +103,8 @@ func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error)
 }
 
 // receiptFiles returns the receipt file names in dir in seq order. Any
-// entry that is neither a receipt file nor a dot file is an *Error.
+// entry that is neither a receipt file, a dot file nor a directory with
+// another name is an *Error.
 func receiptFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -117,6 +120,9 @@ func receiptFiles(dir string) ([]string, error) {
 			continue
 		}
 		seq, ok := receipt.ParseFileName(e.Name())
+		if e.IsDir() && !ok {
+			continue
+		}
 		if !ok {
 			return nil, &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
 		}

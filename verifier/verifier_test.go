@@ -317,6 +317,25 @@ func TestDirectoryContents(t *testing.T) {
 			wantError(t, err, name, "not a receipt file name")
 		})
 	}
+	t.Run("subdirectories skipped", func(t *testing.T) {
+		dir := makeDir(t, k, 2, "a")
+		sub := filepath.Join(dir, "agent-b")
+		w, err := receipt.OpenWriter(sub, key(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, _, err := w.Write(deny(0, "b")); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := VerifyDir(dir, pubOf(k), Options{})
+		if err != nil || rep.LastSeq != 2 {
+			t.Fatalf("VerifyDir beside a subdirectory: %+v, %v; want seq 1..2", rep, err)
+		}
+		if _, err := VerifyDir(sub, pubOf(key(2)), Options{}); err != nil {
+			t.Fatalf("VerifyDir of the subdirectory: %v", err)
+		}
+	})
 	t.Run("directory named like a receipt", func(t *testing.T) {
 		dir := makeDir(t, k, 2, "a")
 		if err := os.Mkdir(filepath.Join(dir, "000003.json"), 0o700); err != nil {

@@ -69,8 +69,33 @@
 // The receipt with seq N is the file named N in decimal, zero-padded to at
 // least six digits, followed by ".json" ([FileName]): 000001.json, ...,
 // 999999.json, 1000000.json. A directory holds the receipts of one key.
-// Names starting with "." are not receipts: .lock is the lock a [Writer]
-// holds, .tmp-* are files being written. Any other name is an error.
+// Names starting with "." are not receipts: .lock is the Writers' lock,
+// .NNNNNN.json.tmp-* are files being written and .probe.tmp-* is
+// OpenWriter's check that the directory can be written. Subdirectories
+// are skipped (a gateway keeps each agent's chain in DIR/AGENT), unless
+// they are named like a receipt. Any other name is an error.
+//
+// Any number of Writers, in this process or others, may write one
+// directory with one key; together they write one chain. The protocol:
+//
+//  1. Each Write takes an exclusive flock(2) on DIR/.lock, waiting for
+//     it, and holds it for that write only. The kernel releases it when
+//     its holder dies.
+//  2. Under the lock, the Writer finds the directory's head: the receipt
+//     it wrote or found last, seq h, then FileName(h+1), h+2, ... as long
+//     as they exist. If the head moved, the new head file must parse,
+//     hold its seq and be signed by the Writer's key; otherwise Write
+//     fails, naming the file and both key_ids, and writes nothing.
+//  3. The new receipt gets seq = head + 1 and prev = the head file's hash.
+//     It is written to a temporary file, which is synced and then
+//     hard-linked to its name (internal/atomicfile.Create), and the
+//     directory is synced before the lock is released. So a name never
+//     appears with less than the whole receipt, and a receipt is durable
+//     when Write returns. If a step after the link fails, the name is
+//     removed under the lock.
+//  4. A process killed in the middle of step 3 leaves at most a temporary
+//     file (and no receipt, or a whole one). OpenWriter removes
+//     temporary files while it holds the lock, when no one is writing.
 //
 // # Example
 //

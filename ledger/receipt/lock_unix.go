@@ -9,20 +9,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lock takes an exclusive flock(2) on path, creating the file if needed.
-// The lock is held until the returned file is closed, and is released by
-// the kernel if the process dies.
-func lock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, ErrLocked
+// openLock opens the lock file path, creating it if needed.
+func openLock(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// lockFile takes an exclusive flock(2) on f, waiting for it as long as it
+// takes. The lock belongs to f's open file description: another openLock
+// of the same path, in this process or another, waits for it. The kernel
+// releases it if the process dies.
+func lockFile(f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			return err
 		}
-		return nil, err
 	}
-	return f, nil
+}
+
+// unlockFile releases the lock that lockFile took.
+func unlockFile(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }

@@ -14,38 +14,41 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/atomicfile"
 )
 
-// ErrLocked is wrapped by the error OpenWriter returns when another
-// process holds the receipts directory's lock.
-var ErrLocked = errors.New("another bankdoor holds the lock")
-
 const (
-	lockName  = ".lock"
-	tmpPrefix = ".tmp-"
+	lockName    = ".lock"
+	tmpMark     = ".tmp-"            // in the names of temporary files
+	probePrefix = ".probe" + tmpMark // OpenWriter's writability probe
 )
 
 // A Writer appends receipts to a receipts directory, continuing the chain
-// found there. It holds an exclusive lock on the directory until Close, so
-// two processes never write one chain. Its methods are safe for
-// concurrent use.
+// found there. Any number of Writers, in any number of processes, may
+// share one directory and one key: each Write holds the directory's lock
+// (an exclusive flock(2) on DIR/.lock) for that write only and continues
+// the chain from the directory's head, so together they write one chain
+// (see "Receipts Directory" in the package documentation). Its methods are
+// safe for concurrent use.
 type Writer struct {
-	mu     sync.Mutex
+	mu     sync.Mutex // serialises this Writer's goroutines; the flock serialises the rest
 	dir    string
 	key    ed25519.PrivateKey
-	dirf   *os.File // the directory, kept open to fsync it
-	lockf  *os.File
-	seq    uint64 // seq of the last receipt, 0 if none
-	prev   string // hex hash of the last receipt, FirstPrev if none
+	keyID  string
+	lockf  *os.File // DIR/.lock, flocked during each Write
+	seq    uint64   // seq of the directory's head when last seen, 0 if none
+	prev   string   // hex hash of that receipt, FirstPrev if none
 	closed bool
 }
 
 // OpenWriter opens the receipts directory dir for key, creating it with
-// mode 0700 if it is missing. It fails at once if dir cannot be created or
-// written, if another process holds dir/.lock (the error wraps ErrLocked),
-// if dir holds a file that is not a receipt, or if its last receipt does
-// not parse or is not signed by key. Leftover temporary files of an
-// interrupted Write are removed.
+// mode 0700 if it is missing. It takes the directory's lock briefly (it
+// waits while another Writer is in the middle of a Write) and fails at
+// once if dir cannot be created or written, if dir holds a regular file
+// that is not a receipt, or if its last receipt does not parse or is not
+// signed by key. Leftover temporary files of a Write that was interrupted
+// (its process killed) are removed. OpenWriter does not keep the lock:
+// other Writers may open dir and write to it while this one is open.
 func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, errors.New("open receipts directory: not an Ed25519 private key")
@@ -53,27 +56,51 @@ func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create receipts directory: %w", err)
 	}
-	if err := probe(dir); err != nil {
+	lockf, err := openLock(filepath.Join(dir, lockName))
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, fmt.Errorf("open receipts directory %s: %w", dir, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("receipts directory %s is not writable: %w", dir, err)
 	}
-	lockPath := filepath.Join(dir, lockName)
-	lockf, err := lock(lockPath)
-	if errors.Is(err, ErrLocked) {
-		return nil, fmt.Errorf("%w on %s; stop that proxy or use another receipts directory", err, lockPath)
-	} else if err != nil {
-		return nil, fmt.Errorf("lock receipts directory: %w", err)
-	}
-	w := &Writer{dir: dir, key: key, lockf: lockf, prev: FirstPrev}
-	if err := w.open(); err != nil {
+	pub := key.Public().(ed25519.PublicKey)
+	w := &Writer{dir: dir, key: key, keyID: agentkey.KeyID(pub), lockf: lockf, prev: FirstPrev}
+	if err := w.locked(w.open); err != nil {
 		lockf.Close()
 		return nil, err
 	}
 	return w, nil
 }
 
+// locked runs f while holding the directory's lock. Unlocking an open
+// file cannot fail but for a bad descriptor, and Close releases the lock
+// anyway: its error is not f's, which may have written a receipt.
+func (w *Writer) locked(f func() error) error {
+	if err := lockFile(w.lockf); err != nil {
+		return fmt.Errorf("lock receipts directory %s: %w", w.dir, err)
+	}
+	defer unlockFile(w.lockf)
+	return f()
+}
+
+// open probes, cleans and scans the directory. It runs under the lock, so
+// no other Writer is creating a temporary file or probing.
+func (w *Writer) open() error {
+	if err := probe(w.dir); err != nil {
+		return fmt.Errorf("receipts directory %s is not writable: %w", w.dir, err)
+	}
+	head, err := w.scan()
+	if err != nil {
+		return err
+	}
+	if head != 0 {
+		return w.loadHead(head)
+	}
+	return nil
+}
+
 // probe creates, syncs and removes a temporary file in dir.
 func probe(dir string) error {
-	f, err := os.CreateTemp(dir, tmpPrefix+"probe-*")
+	f, err := os.CreateTemp(dir, probePrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -85,30 +112,31 @@ func probe(dir string) error {
 	return serr
 }
 
-func (w *Writer) open() error {
-	last, err := w.scan()
-	if err != nil {
-		return err
+// isTemp reports whether name is a temporary file that an interrupted
+// Write or probe left: .NNNNNN.json.tmp-* (internal/atomicfile's),
+// .probe.tmp-*, or .tmp-* (of writers before atomicfile).
+func isTemp(name string) bool {
+	base, _, ok := strings.Cut(name, tmpMark)
+	if !ok || !strings.HasPrefix(name, ".") {
+		return false
 	}
-	if last != 0 {
-		if err := w.loadLast(last); err != nil {
-			return err
-		}
-	}
-	w.dirf, err = os.Open(w.dir)
-	return err
+	base = strings.TrimPrefix(base, ".")
+	_, isReceipt := ParseFileName(base)
+	return base == "" || base == "probe" || isReceipt
 }
 
-// scan returns the highest seq in the directory, 0 if there is none.
+// scan removes temporary files and returns the highest seq in the
+// directory, 0 if there is none. Other names starting with "." and
+// directories not named like receipts are skipped.
 func (w *Writer) scan() (uint64, error) {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
 		return 0, fmt.Errorf("read receipts directory: %w", err)
 	}
-	var last uint64
+	var head uint64
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
+		if isTemp(name) {
 			os.Remove(filepath.Join(w.dir, name)) // we hold the lock: nobody is writing it
 			continue
 		}
@@ -116,34 +144,44 @@ func (w *Writer) scan() (uint64, error) {
 			continue
 		}
 		seq, ok := ParseFileName(name)
+		if e.IsDir() && !ok {
+			continue // e.g. another agent's chain, DIR/AGENT
+		}
 		if !ok || !e.Type().IsRegular() {
 			return 0, fmt.Errorf("%s is not a receipt file (NNNNNN.json); move it out of the receipts directory",
 				filepath.Join(w.dir, name))
 		}
-		last = max(last, seq)
+		head = max(head, seq)
 	}
-	return last, nil
+	return head, nil
 }
 
-func (w *Writer) loadLast(seq uint64) error {
+// loadHead makes the receipt file of seq the Writer's head, after checking
+// that it parses, holds seq and is signed by the Writer's key.
+func (w *Writer) loadHead(seq uint64) error {
 	path := filepath.Join(w.dir, FileName(seq))
 	b, err := readFile(path)
 	if err != nil {
 		return err
 	}
-	r, err := Parse(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w; the chain cannot be continued", path, err)
-	}
 	pub := w.key.Public().(ed25519.PublicKey)
-	if id := agentkey.KeyID(pub); r.KeyID != id {
-		return fmt.Errorf("%s is signed by key_id %s, not by this key (key_id %s); use another receipts directory or the key that signed it",
-			path, r.KeyID, id)
-	}
-	if err := r.Verify(pub); err != nil {
+	var keyErr error
+	r, err := Open(b, func(r *Receipt) (ed25519.PublicKey, error) {
+		if r.KeyID != w.keyID {
+			keyErr = fmt.Errorf("%s is signed by key_id %s, not by this key (key_id %s); use another receipts directory or the key that signed it",
+				path, r.KeyID, w.keyID)
+			return nil, keyErr
+		}
+		return pub, nil
+	})
+	switch {
+	case keyErr != nil:
+		return keyErr
+	case errors.Is(err, ErrSignature):
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	if r.Seq != seq {
+	case err != nil:
+		return fmt.Errorf("%s: %w; the chain cannot be continued", path, err)
+	case r.Seq != seq:
 		return fmt.Errorf("%s holds seq %d; the chain cannot be continued", path, r.Seq)
 	}
 	sum := Hash(b)
@@ -162,17 +200,34 @@ func readFile(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, MaxSize+1))
 }
 
-// Write appends r to the chain: it sets r.Seq and r.Prev, r.Time if it is
-// zero, signs r (see Sign) and writes it as FileName(r.Seq) through a
-// synced temporary file and a rename, then syncs the directory, so the
-// receipt is durable when Write returns. It returns the file name and the
-// receipt hash. If Write fails, r is unchanged, no file is left behind and
-// the next Write uses the same seq.
+// Write appends r to the chain. Holding the directory's lock, it finds
+// the directory's head (the Writer's last known head, or a later receipt
+// another Writer wrote, which must be signed by the same key), sets r.Seq
+// to the head's seq + 1 and r.Prev to its hash, r.Time to now if it is
+// zero, signs r (see Sign) and creates FileName(r.Seq) with
+// internal/atomicfile: the name appears only with the whole receipt, and
+// the file and the directory are synced, so the receipt is durable when
+// Write returns. It returns the file name and the receipt hash. If Write
+// fails, r is unchanged, no file is left behind and the next Write uses
+// the same seq.
 func (w *Writer) Write(r *Receipt) (name string, sum [32]byte, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return "", sum, errors.New("write receipt: writer is closed")
+	}
+	err = w.locked(func() error {
+		name, sum, err = w.write(r)
+		return err
+	})
+	return name, sum, err
+}
+
+// write is Write under the lock.
+func (w *Writer) write(r *Receipt) (string, [32]byte, error) {
+	var sum [32]byte
+	if err := w.findHead(); err != nil {
+		return "", sum, fmt.Errorf("write receipt: %w", err)
 	}
 	c := *r
 	c.Seq, c.Prev = w.seq+1, w.prev
@@ -183,9 +238,9 @@ func (w *Writer) Write(r *Receipt) (name string, sum [32]byte, err error) {
 	if err != nil {
 		return "", sum, err
 	}
-	name = FileName(c.Seq)
-	if err := w.put(name, file); err != nil {
-		return "", sum, fmt.Errorf("write receipt %s: %w", filepath.Join(w.dir, name), err)
+	name := FileName(c.Seq)
+	if err := w.create(filepath.Join(w.dir, name), file); err != nil {
+		return "", sum, fmt.Errorf("write receipt: %w", err)
 	}
 	sum = Hash(file)
 	w.seq, w.prev = c.Seq, hex.EncodeToString(sum[:])
@@ -193,43 +248,45 @@ func (w *Writer) Write(r *Receipt) (name string, sum [32]byte, err error) {
 	return name, sum, nil
 }
 
-func (w *Writer) put(name string, file []byte) (err error) {
-	final := filepath.Join(w.dir, name)
-	if _, err := os.Lstat(final); err == nil {
-		return errors.New("file exists: another program writes to the receipts directory")
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := os.CreateTemp(w.dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+// findHead moves the Writer's head to the directory's: the last of
+// FileName(seq+1), seq+2, ... that exists. With one Writer on the
+// directory that costs one failed stat.
+func (w *Writer) findHead() error {
+	head := w.seq
+	for {
+		_, err := os.Lstat(filepath.Join(w.dir, FileName(head+1)))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("find the receipts directory's head: %w", err)
 		}
-	}()
-	if _, err := f.Write(file); err != nil {
-		return err
+		head++
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if head == w.seq {
+		return nil
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), final); err != nil {
-		return err
-	}
-	if err := w.dirf.Sync(); err != nil {
-		os.Remove(final)
-		return fmt.Errorf("sync receipts directory: %w", err)
-	}
-	return nil
+	return w.loadHead(head)
 }
 
-// Close releases the directory's lock. Write fails after Close.
+// create creates path holding file; its errors name path. If the name
+// appeared but the write failed (the directory sync did), it removes it
+// again: we hold the lock, so the name is ours.
+func (w *Writer) create(path string, file []byte) error {
+	err := atomicfile.Create(path, file, 0o600)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%w: a program that does not take %s writes to the receipts directory",
+			err, filepath.Join(w.dir, lockName))
+	}
+	if rerr := os.Remove(path); rerr == nil {
+		atomicfile.SyncDir(w.dir)
+	}
+	return err
+}
+
+// Close releases the Writer's resources. Write fails after Close.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -237,9 +294,5 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	derr := w.dirf.Close()
-	if err := w.lockf.Close(); err != nil {
-		return err
-	}
-	return derr
+	return w.lockf.Close()
 }

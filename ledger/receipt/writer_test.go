@@ -2,13 +2,14 @@ package receipt
 
 import (
 	"encoding/hex"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 )
 
 func openWriter(t *testing.T, dir string) *Writer {
@@ -26,7 +27,8 @@ func writeN(t *testing.T, w *Writer, n int) {
 	for range n {
 		r := exampleReceipts(t)[0]
 		if _, _, err := w.Write(r); err != nil {
-			t.Fatal(err)
+			t.Error(err) // not Fatal: writeN runs in goroutines too
+			return
 		}
 	}
 }
@@ -117,20 +119,55 @@ func TestWriterConcurrent(t *testing.T) {
 	checkChain(t, dir, 80)
 }
 
-func TestWriterLock(t *testing.T) {
+// TestWriterSharedDirectory: two Writers on one directory in one
+// process, each used by several goroutines, write one chain; so does a
+// third opened while they write.
+func TestWriterSharedDirectory(t *testing.T) {
 	dir := t.TempDir()
-	w := openWriter(t, dir)
-	_, err := OpenWriter(dir, testKey())
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another bankdoor holds the lock") ||
-		!strings.Contains(err.Error(), filepath.Join(dir, ".lock")) {
-		t.Fatalf("second OpenWriter: err = %v, want ErrLocked naming the lock file", err)
+	a, b := openWriter(t, dir), openWriter(t, dir)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		w := a
+		if i%2 == 1 {
+			w = b
+		}
+		wg.Go(func() { writeN(t, w, 10) })
 	}
-	w.Close()
-	w2, err := OpenWriter(dir, testKey())
+	wg.Go(func() { writeN(t, openWriter(t, dir), 10) })
+	wg.Wait()
+	checkChain(t, dir, 90)
+}
+
+// TestWriterRefusesOtherKeysHead: a receipt of another key at the head
+// of the directory stops a Writer, which names the file and both keys
+// and writes nothing.
+func TestWriterRefusesOtherKeysHead(t *testing.T) {
+	dir := t.TempDir()
+	mine := openWriter(t, dir)
+	theirs, err := OpenWriter(dir, otherKey())
 	if err != nil {
-		t.Fatalf("OpenWriter after Close: %v", err)
+		t.Fatal(err)
 	}
-	w2.Close()
+	defer theirs.Close()
+	if _, _, err := theirs.Write(exampleReceipts(t)[0]); err != nil {
+		t.Fatal(err)
+	}
+	theirID, myID := agentkey.KeyID(otherPub()), agentkey.KeyID(testPub())
+	for range 2 {
+		_, _, err := mine.Write(exampleReceipts(t)[0])
+		if err == nil {
+			t.Fatal("Write after another key's receipt succeeded")
+		}
+		for _, want := range []string{filepath.Join(dir, "000001.json"), "key_id " + theirID, "key_id " + myID} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want it to name %s", err, want)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 || entries[0].Name() != ".lock" || entries[1].Name() != "000001.json" {
+		t.Errorf("directory holds %v, want .lock and 000001.json only", entries)
+	}
 }
 
 func TestWriterUnwritableAtOpen(t *testing.T) {
@@ -223,13 +260,13 @@ func TestWriterFailedWriteKeepsSeq(t *testing.T) {
 	if bad.Seq != before.Seq || bad.KeyID != "" {
 		t.Error("failed Write changed the receipt")
 	}
-	// Make the rename fail: a directory where the next receipt goes.
+	// A directory where the next receipt goes: the head cannot be read.
 	blocker := filepath.Join(dir, "000002.json")
 	if err := os.Mkdir(blocker, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.Write(exampleReceipts(t)[0]); err == nil {
-		t.Fatal("Write onto an existing name succeeded")
+	if _, _, err := w.Write(exampleReceipts(t)[0]); err == nil || !strings.Contains(err.Error(), blocker) {
+		t.Fatalf("Write with a directory at the next name: err = %v, want it named", err)
 	}
 	os.Remove(blocker)
 	name, _, err := w.Write(exampleReceipts(t)[0])
@@ -239,14 +276,55 @@ func TestWriterFailedWriteKeepsSeq(t *testing.T) {
 	checkChain(t, dir, 2)
 }
 
+// TestWriterRemovesStaleTemp: OpenWriter removes the temporary files of
+// interrupted Writes and probes, of this version and the one before, and
+// leaves other dot files alone.
 func TestWriterRemovesStaleTemp(t *testing.T) {
 	dir := t.TempDir()
-	stale := filepath.Join(dir, ".tmp-12345")
-	if err := os.WriteFile(stale, []byte("half a receipt"), 0o600); err != nil {
-		t.Fatal(err)
+	stale := []string{".tmp-12345", ".000001.json.tmp-123456", ".1000000.json.tmp-9", ".probe.tmp-42"}
+	kept := []string{".000001.json", ".keep", ".notes.tmp-1", ".lock"}
+	for _, name := range append(stale, kept...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("half a receipt"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	openWriter(t, dir)
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("stale temporary file still there: %v", err)
+	for _, name := range stale {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("stale temporary file %s still there: %v", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
+}
+
+// TestWriterSkipsSubdirectories: a directory beside the receipts (another
+// agent's chain, DIR/AGENT) is skipped, one named like a receipt is not.
+func TestWriterSkipsSubdirectories(t *testing.T) {
+	dir := t.TempDir()
+	sub, err := OpenWriter(filepath.Join(dir, "agent-b"), otherKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	writeN(t, sub, 2)
+	w := openWriter(t, dir)
+	writeN(t, w, 3)
+	w.Close()
+	if _, err := os.Stat(filepath.Join(dir, "agent-b", "000002.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "agent-b")); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, dir, 3)
+	if err := os.Mkdir(filepath.Join(dir, "000009.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWriter(dir, testKey()); err == nil || !strings.Contains(err.Error(), "000009.json") {
+		t.Fatalf("OpenWriter beside a directory named 000009.json: err = %v, want it named", err)
 	}
 }

@@ -54,9 +54,10 @@ func (d dir) read(seq uint64) ([]byte, error) {
 }
 
 // last returns the highest seq of a receipt file in the directory, 0 if
-// there is none. Names that start with "." (the writer's lock and
+// there is none. Names that start with "." (the writers' lock and
 // temporary files) are skipped; so is anything else that is not a receipt
-// file name, which the writer refuses at its start.
+// file name: subdirectories (other agents' chains, DIR/AGENT) and stray
+// files, which the writer refuses at its start.
 func (d dir) last() (uint64, error) {
 	entries, err := os.ReadDir(d.path)
 	if err != nil {

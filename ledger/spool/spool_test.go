@@ -146,6 +146,32 @@ func TestSyncShipsInOrderInBatches(t *testing.T) {
 	}
 }
 
+// TestSkipsSubdirectories: another agent's chain in a subdirectory of the
+// receipts directory (DIR/AGENT) is neither shipped with it nor in its
+// way, and ships on its own.
+func TestSkipsSubdirectories(t *testing.T) {
+	c := newChain(t)
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := openChain(t, filepath.Join(c.dir, "agent-b"), key)
+	sub.write(3)
+	c.write(2)
+	for _, tc := range []struct {
+		c    *chain
+		want int
+	}{{c, 2}, {sub, 3}} {
+		l := newMemLedger(tc.c.pub())
+		if err := tc.c.shipper(l, nil).Sync(context.Background()); err != nil {
+			t.Fatalf("%s: %v", tc.c.dir, err)
+		}
+		if diff := cmp.Diff(seqs(tc.want), l.seqs()); diff != "" {
+			t.Errorf("%s: ledger seqs (-want +got):\n%s", tc.c.dir, diff)
+		}
+	}
+}
+
 func TestResumesFromLedgerHead(t *testing.T) {
 	c := newChain(t)
 	l := newMemLedger(c.pub())
