@@ -1,16 +1,79 @@
 // Package flock takes advisory whole-file locks with flock(2), the locks
 // bankdoor's processes coordinate through: held by an open file, released
-// when it is closed or its process dies (the kernel drops them on exit,
-// SIGKILL included), never inherited by a process that only opens the
-// same path.
+// when it is unlocked or closed or its process dies (the kernel drops
+// them on exit, SIGKILL included).
 //
-// Two opens of one path conflict even within one process, so a lock
-// serialises goroutines holding different *os.File values as well as
-// processes. Locks are advisory: they bind only programs that take them.
-// Only Unix systems are supported; elsewhere every call returns an error.
+// A lock belongs to an open file description: two opens of one path
+// conflict even within one process, so a lock serialises goroutines
+// holding different Files as well as processes. Locks are advisory: they
+// bind only programs that take them. Only Unix systems are supported;
+// elsewhere Open returns an error wrapping errors.ErrUnsupported.
 package flock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+)
 
 // ErrLocked is returned by TryLock when another open file holds the lock.
 var ErrLocked = errors.New("locked by another process")
+
+// A File is an open lock file.
+type File struct {
+	f *os.File
+}
+
+// Open opens the lock file path, creating it (mode 0600) if needed. It
+// takes no lock.
+func Open(path string) (*File, error) {
+	if err := supported(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &File{f}, nil
+}
+
+// Lock takes an exclusive lock, waiting as long as another holds it.
+func (l *File) Lock() error {
+	if err := l.flock(lockEx); err != nil {
+		return fmt.Errorf("lock %s: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
+// TryLock takes an exclusive lock if no other open file holds it, and
+// fails at once with an error wrapping ErrLocked if one does.
+func (l *File) TryLock() error {
+	err := l.flock(lockEx | lockNB)
+	if errors.Is(err, errWouldBlock) {
+		err = ErrLocked
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
+// Unlock releases the lock.
+func (l *File) Unlock() error { return l.flock(lockUn) }
+
+// Close closes the file, releasing its lock.
+func (l *File) Close() error { return l.f.Close() }
+
+// TryLock opens path and takes its lock without waiting; close the File
+// to release it.
+func TryLock(path string) (*File, error) {
+	l, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.TryLock(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}

@@ -3,17 +3,21 @@
 package flock
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"runtime"
 )
 
-// Lock is not supported on this system.
-func Lock(path string) (*os.File, error) { return nil, unsupported(path) }
+const (
+	lockEx = iota
+	lockNB
+	lockUn
+)
 
-// TryLock is not supported on this system.
-func TryLock(path string) (*os.File, error) { return nil, unsupported(path) }
+var errWouldBlock = errors.New("would block")
 
-func unsupported(path string) error {
-	return fmt.Errorf("cannot lock %s: file locks are supported only on Unix, not on %s", path, runtime.GOOS)
+func supported(path string) error {
+	return fmt.Errorf("cannot lock %s: file locks (flock(2)) are supported only on Unix, not on %s: %w", path, runtime.GOOS, errors.ErrUnsupported)
 }
+
+func (l *File) flock(int) error { return errors.ErrUnsupported }

@@ -2,7 +2,6 @@ package flock_test
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -37,17 +36,24 @@ func TestTryLock(t *testing.T) {
 	g.Close()
 }
 
-// TestLockWaits: Lock waits for the holder to close, then holds the lock.
+// TestLockWaits: Lock waits for the holder to unlock, then holds the lock.
 func TestLockWaits(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lock")
-	f, err := flock.Lock(path)
+	f, err := flock.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *os.File)
+	defer f.Close()
+	if err := f.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *flock.File)
 	go func() {
-		g, err := flock.Lock(path)
+		g, err := flock.Open(path)
+		if err == nil {
+			err = g.Lock()
+		}
 		if err != nil {
 			t.Error(err)
 		}
@@ -58,7 +64,9 @@ func TestLockWaits(t *testing.T) {
 		h.Close()
 		t.Fatalf("TryLock while held = %v", err)
 	}
-	f.Close()
+	if err := f.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 	g := <-got
 	if h, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
 		h.Close()

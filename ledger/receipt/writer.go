@@ -15,6 +15,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/atomicfile"
+	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
 const (
@@ -35,9 +36,9 @@ type Writer struct {
 	dir    string
 	key    ed25519.PrivateKey
 	keyID  string
-	lockf  *os.File // DIR/.lock, flocked during each Write
-	seq    uint64   // seq of the directory's head when last seen, 0 if none
-	prev   string   // hex hash of that receipt, FirstPrev if none
+	lockf  *flock.File // DIR/.lock, locked during each Write
+	seq    uint64      // seq of the directory's head when last seen, 0 if none
+	prev   string      // hex hash of that receipt, FirstPrev if none
 	closed bool
 }
 
@@ -56,7 +57,7 @@ func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create receipts directory: %w", err)
 	}
-	lockf, err := openLock(filepath.Join(dir, lockName))
+	lockf, err := flock.Open(filepath.Join(dir, lockName))
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil, fmt.Errorf("open receipts directory %s: %w", dir, err)
 	} else if err != nil {
@@ -75,10 +76,10 @@ func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 // file cannot fail but for a bad descriptor, and Close releases the lock
 // anyway: its error is not f's, which may have written a receipt.
 func (w *Writer) locked(f func() error) error {
-	if err := lockFile(w.lockf); err != nil {
+	if err := w.lockf.Lock(); err != nil {
 		return fmt.Errorf("lock receipts directory %s: %w", w.dir, err)
 	}
-	defer unlockFile(w.lockf)
+	defer w.lockf.Unlock()
 	return f()
 }
 

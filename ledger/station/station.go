@@ -95,7 +95,7 @@ type Station struct {
 
 // holding is what the holder holds.
 type holding struct {
-	lock  *os.File    // the ship lock (remote)
+	lock  *flock.File // the ship lock (remote)
 	log   *ledger.Log // the embedded ledger
 	loop  *anchor.Loop
 	to    spool.Appender
