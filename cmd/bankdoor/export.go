@@ -36,7 +36,7 @@ func cmdExport(e *env, args []string) int {
 	fs := newFlags(e, "export", exportSynopsis)
 	var remote remoteFlags
 	remote.register(fs.FlagSet, "the ledger to export from (bankdoor ledger serve)")
-	db := fs.String("ledger-db", "", "export from this embedded ledger file instead (e.g. .bankdoor/ledger.db; stop the proxy that uses it first)")
+	db := fs.String("ledger-db", "", "export from this embedded ledger file instead (e.g. .bankdoor/receipts/.ledger.db; stop the proxies that use it first)")
 	keyFile := fs.String("ledger-key", "", "with --ledger-db: the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory)")
 	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
 	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required)")
@@ -177,7 +177,7 @@ func checkExportFlags(remote *remoteFlags, db, keyFile string) error {
 	case db != "" && (remote.ca != "" || remote.tokenEnv != ""):
 		return errors.New("--ledger-ca and --ledger-token-env are for --ledger URL, not --ledger-db")
 	case remote.url == "" && db == "":
-		return hint(errors.New("no ledger to export from"), "give --ledger URL (a ledger server) or --ledger-db PATH (the embedded ledger, e.g. .bankdoor/ledger.db)")
+		return hint(errors.New("no ledger to export from"), "give --ledger URL (a ledger server) or --ledger-db PATH (the embedded ledger, e.g. .bankdoor/receipts/.ledger.db)")
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func exportSource(remote *remoteFlags, db, keyFile string, pol *policyFlags) (*e
 		l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: oneAgent{}})
 		switch {
 		case errors.Is(err, ledger.ErrLocked):
-			return hint(fmt.Errorf("--ledger-db %s: %w", db, err), "stop the proxy that uses it first: the file is opened by one process at a time")
+			return hint(fmt.Errorf("--ledger-db %s: %w", db, err), "stop the proxies that use it first: the file is opened by one process at a time")
 		case errors.Is(err, ledger.ErrOtherLog):
 			return hint(fmt.Errorf("--ledger-db %s: %w", db, err), "give the log key this file was made with, --ledger-key FILE")
 		case err != nil:

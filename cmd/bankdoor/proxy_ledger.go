@@ -162,17 +162,18 @@ func (v *evidence) raced(err *error) {
 
 // defaultLedgerDB is the embedded ledger's file of the receipts directory
 // receipts: ledgerDBFile inside it, so that two receipts directories never
-// share one. A ledger at the place earlier versions used (ledger.db beside
-// the receipts directory) is kept if the new one does not exist yet: its
-// checkpoints may be cosigned, and a new log would fork them.
+// share one. If it does not exist yet but ledger.db beside the directory,
+// where earlier versions kept it, does, the proxy says so: that log's
+// checkpoints may be cosigned, and it is kept only by moving it (or by
+// --ledger-db); using it by default would let two directories share it
+// again.
 func defaultLedgerDB(receipts string, logger *slog.Logger) string {
 	db := filepath.Join(receipts, ledgerDBFile)
 	legacy := filepath.Join(filepath.Dir(filepath.Clean(receipts)), "ledger.db")
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(legacy); err == nil {
-			logger.Warn("using the embedded ledger at the place earlier versions kept it; with every proxy stopped, move it into the receipts directory, or keep it with --ledger-db",
-				"ledger", legacy, "move_to", db)
-			return legacy
+			logger.Warn("an embedded ledger of an earlier bankdoor is beside the receipts directory; this proxy starts a new one inside it. To keep the old log (its checkpoints may be cosigned by witnesses), stop every proxy and move it to the new place, or give it with --ledger-db",
+				"old", legacy, "new", db)
 		}
 	}
 	return db
