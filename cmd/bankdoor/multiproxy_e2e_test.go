@@ -50,7 +50,7 @@ func TestE2EMultiProxyOneChain(t *testing.T) {
 	const proxies, calls = 8, 200
 	w := keylessWorld(t)
 	ps := startProxies(t, w, proxies, "-v")
-	if holders := holderOf(t, ps); len(holders) != 1 {
+	if holders := holderOf(ps); len(holders) != 1 {
 		t.Errorf("proxies %v say they hold the ledger; want exactly one", holders)
 	}
 	ctx := testContext(t, 5*time.Minute)
@@ -103,7 +103,7 @@ func TestE2EMultiProxyHolderKilled(t *testing.T) {
 	const proxies, beforeKill, afterTakeover = 4, 40, 50
 	w := newWorld(t)
 	ps := startProxies(t, w, proxies, "-v")
-	holders := holderOf(t, ps)
+	holders := holderOf(ps)
 	if len(holders) != 1 {
 		t.Fatalf("proxies %v say they hold the ledger; want exactly one", holders)
 	}
@@ -266,7 +266,7 @@ func testStdioAndGateway(t *testing.T, stdioFirst bool) {
 		gw = startListening(t, w, w.fixture(), "--agent-tokens", tokens, "-v")
 		sp = startProxies(t, w, 1, "-v")[0]
 	}
-	holders := holderOf(t, []*stdioProxy{sp})
+	holders := holderOf([]*stdioProxy{sp})
 	if stdioFirst != (len(holders) == 1) || stdioFirst == strings.Contains(gw.Stderr(), logHolding) {
 		t.Fatalf("the stdio proxy holds the ledger: %v; the gateway: %v; want the first started to\nstdio:\n%s\ngateway:\n%s",
 			len(holders) == 1, strings.Contains(gw.Stderr(), logHolding), sp.log.String(), gw.Stderr())
@@ -371,8 +371,7 @@ func startProxies(t *testing.T, w *world, n int, flags ...string) []*stdioProxy 
 
 // holderOf returns the indexes of the proxies that logged holding the
 // ledger.
-func holderOf(t *testing.T, ps []*stdioProxy) []int {
-	t.Helper()
+func holderOf(ps []*stdioProxy) []int {
 	var holders []int
 	for i, p := range ps {
 		if strings.Contains(p.log.String(), logHolding) {
