@@ -108,13 +108,21 @@ func checkNoLedgerTrouble(t *testing.T, stderr string) {
 // seq 1..n, the receipts being those of the agent's directory. With a
 // witness key, both require the checkpoint cosigned by that witness.
 func (w *world) exportAndVerify(agent string, n uint64, witnessVKey string) {
+	w.t.Helper()
+	w.exportAndVerifyChain(filepath.Join(w.receipts, agent), filepath.Join(w.home, "agents", agent, agentkey.PublicFile), n, witnessVKey)
+}
+
+// exportAndVerifyChain is exportAndVerify for the chain in the directory
+// dir signed by the key whose public key file is pubFile: the receipts
+// directory itself and $BANKDOOR_HOME's key for a stdio proxy's chain.
+func (w *world) exportAndVerifyChain(dir, pubFile string, n uint64, witnessVKey string) {
 	t := w.t
 	t.Helper()
-	pubFile := filepath.Join(w.home, "agents", agent, agentkey.PublicFile)
 	pub, err := agentkey.LoadPublic(pubFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	agent := filepath.Base(dir)
 	out := filepath.Join(t.TempDir(), "export-"+agent)
 	db := filepath.Join(w.receipts, ".ledger.db")
 	var quorum []string
@@ -124,7 +132,7 @@ func (w *world) exportAndVerify(agent string, n uint64, witnessVKey string) {
 	vkey := readLine(t, filepath.Join(w.home, "ledger.key.vkey"))
 	w.bankdoor(0, append([]string{"export", "--ledger-db", db, "--key-id", agentkey.KeyID(pub), "--out", out, "--log-key", vkey}, quorum...)...)
 	exported := receiptFiles(t, filepath.Join(out, "receipts"), int(n))
-	for i, want := range receiptFiles(t, filepath.Join(w.receipts, agent), int(n)) {
+	for i, want := range receiptFiles(t, dir, int(n)) {
 		if string(exported[i]) != string(want) {
 			t.Errorf("%s: exported receipt seq %d differs from the directory's", agent, i+1)
 		}

@@ -143,9 +143,8 @@ func TestE2EEmbeddedLedgerAfterKill(t *testing.T) {
 	}
 }
 
-// embeddedEntries opens the embedded ledger beside the receipts
-// directory, with the log key in the key directory, and returns its
-// entries.
+// embeddedEntries opens the embedded ledger in the receipts directory,
+// with the log key in the key directory, and returns all its entries.
 func (w *world) embeddedEntries() [][]byte {
 	w.t.Helper()
 	signer, err := ledger.LoadSigner(filepath.Join(w.home, "ledger.key"))
@@ -164,9 +163,13 @@ func (w *world) embeddedEntries() [][]byte {
 		w.t.Fatalf("open the embedded ledger after the proxy exited: %v", err)
 	}
 	defer l.Close()
-	entries, err := l.Entries(0, 100)
-	if err != nil {
-		w.t.Fatal(err)
+	var entries [][]byte
+	for uint64(len(entries)) < l.Size() {
+		page, err := l.Entries(uint64(len(entries)), l.Size())
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		entries = append(entries, page...)
 	}
 	return entries
 }

@@ -49,7 +49,8 @@
 //     through them: no receipt is written after Close begins);
 //  2. the standby's takeover attempts, or the holder's polling;
 //  3. the holder's shippers, each after one final attempt bounded in
-//     time, in parallel;
+//     time, in parallel, after a last look for chains that other
+//     processes started since the last poll (they are shipped too);
 //  4. the anchoring loop, after one final bounded attempt to get the
 //     latest checkpoint cosigned;
 //  5. the ledger file, or the ship lock: only now can a standby take over.

@@ -385,6 +385,9 @@ func (s *Station) Close() error {
 	}
 	s.mu.Lock()
 	h := s.held
+	if h != nil && h.ships != nil {
+		s.rescan() // 3: the chains started elsewhere since the last Poll
+	}
 	s.held = nil
 	s.mu.Unlock()
 	if h == nil {

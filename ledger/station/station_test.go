@@ -269,3 +269,31 @@ func TestRemoteShipLock(t *testing.T) {
 		t.Errorf("remote ledger head %+v, %v, %v, size %d; want seq 15, size 15", h, ok, err, l.Size())
 	}
 }
+
+// TestHolderCloseShipsNewChains: a chain that another process's gateway
+// started since the holder last looked is shipped by the holder's Close,
+// not left for a next holder that may never come. The holder here never
+// looks on its own (Poll of an hour).
+func TestHolderCloseShipsNewChains(t *testing.T) {
+	t.Parallel()
+	home, receipts := t.TempDir(), filepath.Join(t.TempDir(), "receipts")
+	db := filepath.Join(receipts, ".ledger.db")
+	own, alice := mustKey(t, home), mustKey(t, filepath.Join(home, "agents", "alice"))
+	signer := logKey(t)
+	cfg := embedded(receipts, db, signer, station.HomeChains(receipts, home))
+	cfg.Poll = time.Hour
+	holder, w, n := start(t, cfg, receipts, own)
+	gateway, wa, na := start(t, cfg, filepath.Join(receipts, "alice"), alice)
+	if !holder.Holding() || gateway.Holding() {
+		t.Fatal("the first station does not hold the ledger")
+	}
+	deny(t, w, n, 2)
+	deny(t, wa, na, 3)
+	if err := gateway.Close(); err != nil {
+		t.Errorf("Close of the standby: %v", err)
+	}
+	if err := holder.Close(); err != nil {
+		t.Errorf("Close of the holder: %v", err)
+	}
+	checkLedger(t, db, signer, map[string]int{receipts: 2, filepath.Join(receipts, "alice"): 3})
+}
