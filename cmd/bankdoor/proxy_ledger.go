@@ -130,8 +130,16 @@ func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger 
 	} else if cerr := creatable(v.db); cerr != nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil, v.dbError(cmp.Or(cerr, err))
 	}
-	v.st, err = station.Open(cfg)
-	return v, v.dbError(err)
+	if v.st, err = station.Open(cfg); err != nil {
+		err = v.dbError(err)
+		if newKey != "" {
+			// The ledger file may be another proxy's, made with the log key
+			// it wrote since this one found none.
+			raced(&err, keyPath)
+		}
+		return nil, err
+	}
+	return v, nil
 }
 
 // start writes the embedded ledger's log key if it is new, then starts

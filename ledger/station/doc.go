@@ -47,7 +47,9 @@
 //
 //  1. the receipt writers (the caller has stopped the relays that write
 //     through them: no receipt is written after Close begins);
-//  2. the standby's takeover attempts, or the holder's polling;
+//  2. the standby's takeover attempts, or the holder's polling; a
+//     standby then tries once more to take over, so that the last
+//     proxy to stop ships what every proxy wrote;
 //  3. the holder's shippers, each after one final attempt bounded in
 //     time, in parallel, after a last look for chains that other
 //     processes started since the last poll (they are shipped too);

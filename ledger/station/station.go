@@ -384,6 +384,14 @@ func (s *Station) Close() error {
 		<-s.done
 	}
 	s.mu.Lock()
+	if s.held == nil && s.started {
+		// 2: a standby's last try, so that the last proxy to stop ships
+		// what the others wrote since the holder stopped.
+		if h, err := s.tryHold(); err == nil {
+			s.held = h
+			s.hold()
+		}
+	}
 	h := s.held
 	if h != nil && h.ships != nil {
 		s.rescan() // 3: the chains started elsewhere since the last Poll

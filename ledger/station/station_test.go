@@ -297,3 +297,33 @@ func TestHolderCloseShipsNewChains(t *testing.T) {
 	}
 	checkLedger(t, db, signer, map[string]int{receipts: 2, filepath.Join(receipts, "alice"): 3})
 }
+
+// TestStandbyCloseShips: a standby that stops before it ever tried to take
+// over still ships, as it stops, what it wrote after the holder stopped:
+// the last proxy to stop leaves nothing unshipped.
+func TestStandbyCloseShips(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	receipts, db := filepath.Join(dir, "receipts"), filepath.Join(dir, "receipts", ".ledger.db")
+	a, err := agentchain.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := logKey(t)
+	cfg := embedded(receipts, db, signer, nil)
+	cfg.Takeover = time.Hour // it never takes over while running
+	s1, w1, n1 := start(t, cfg, receipts, a.Key)
+	s2, w2, n2 := start(t, cfg, receipts, a.Key)
+	deny(t, w1, n1, 3)
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deny(t, w2, n2, 4)
+	if s2.Holding() {
+		t.Fatal("the standby took over while running; the test needs it not to")
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLedger(t, db, signer, map[string]int{receipts: 7})
+}
