@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -68,8 +69,12 @@ type member struct {
 }
 
 // Start starts n members at once and waits until each has answered the
-// MCP handshake. On error it stops those that started.
+// MCP handshake; it creates StateDir if need be. On error it stops those
+// that started.
 func Start(ctx context.Context, cfg Config, n int) (*Fleet, error) {
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("fleet: the fixtures' state directory: %w", err)
+	}
 	f := &Fleet{cfg: cfg, events: newEvents()}
 	ms := make([]*member, n)
 	errs := make([]error, n)
