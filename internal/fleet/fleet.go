@@ -128,9 +128,11 @@ func (f *Fleet) live() []*member {
 	return ms
 }
 
-// denyParams is a call the gate always denies (name.write_word).
-var denyParams = &mcp.CallToolParams{Name: "transfer",
-	Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 1}}
+// denyCall is a call the gate always denies (name.write_word).
+func denyCall() *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "transfer",
+		Arguments: map[string]any{"from_account": "acc_checking", "to_account": "acc_mallory", "amount_cents": 1}}
+}
 
 // receiptName finds the receipt a deny names (proxy/agent.go: "... (receipt NNNNNN.json)").
 var receiptName = regexp.MustCompile(`\(receipt (\d{6,}\.json)\)`)
@@ -172,14 +174,15 @@ func (f *Fleet) Deny(ctx context.Context, n int) (time.Duration, error) {
 // names they were answered with.
 func (m *member) deny(ctx context.Context, n int) ([]string, error) {
 	names := make([]string, 0, n)
+	call := denyCall()
 	for range n {
-		_, err := m.sess.Client().CallTool(ctx, denyParams)
+		_, err := m.sess.Client().CallTool(ctx, call)
 		if err == nil {
-			return names, fmt.Errorf("proxy %d: %s was answered, not denied", m.id, denyParams.Name)
+			return names, fmt.Errorf("proxy %d: %s was answered, not denied", m.id, call.Name)
 		}
 		sub := receiptName.FindStringSubmatch(err.Error())
 		if sub == nil {
-			return names, fmt.Errorf("proxy %d: %s: %w; want a deny naming its receipt", m.id, denyParams.Name, err)
+			return names, fmt.Errorf("proxy %d: %s: %w; want a deny naming its receipt", m.id, call.Name, err)
 		}
 		names = append(names, sub[1])
 	}

@@ -29,6 +29,9 @@ const (
 	tookOver
 )
 
+// kindLines are the lines of each kind, by kind.
+var kindLines = [...]string{holding: lineHolding, standby: lineStandby, tookOver: lineTookOver}
+
 // event is a station line of a member's stderr and when it was read.
 type event struct {
 	member int
@@ -93,9 +96,9 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 		}
 		line := string(w.partial[:i])
 		w.partial = w.partial[i+1:]
-		for k, s := range map[kind]string{holding: lineHolding, standby: lineStandby, tookOver: lineTookOver} {
+		for k, s := range kindLines {
 			if strings.Contains(line, s) {
-				w.events.add(event{member: w.member, kind: k, at: now})
+				w.events.add(event{member: w.member, kind: kind(k), at: now})
 			}
 		}
 	}
