@@ -37,9 +37,12 @@ const usage = `usage: bankdoor-report [--quick|--full] [--out DIR] [--readme FIL
 
 Runs the attack catalogue through bankdoor's proxy and straight to the
 fixture bank, times tools/call direct, proxied and denied over stdio and
-over streamable HTTP (proxy --listen), measures the ledger, anchoring to
-a real omniwitness and offline verification (a receipts directory, and an
-export bundle against its checkpoint, whole and truncated), and writes
+over streamable HTTP (proxy --listen), counts denies per second with 1,
+2, 4 and 8 proxies on one receipts directory and times the takeover of
+the embedded ledger after its holder is SIGKILLed, measures the ledger,
+anchoring to a real omniwitness and offline verification (a receipts
+directory, and an export bundle against its checkpoint, whole and
+truncated), and writes
 DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 <!-- report:begin --> block of the README. Nothing leaves the machine
 (HTTP on 127.0.0.1 only); fresh keys in a temporary directory.

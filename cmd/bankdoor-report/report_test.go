@@ -77,7 +77,7 @@ func TestReportQuick(t *testing.T) {
 	if got, want := len(r.RugPulls), len(attacks.RugPullCases()); got != want {
 		t.Errorf("%d rug-pull rows, want the whole matrix: %d", got, want)
 	}
-	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "rug-pull-caught", "proofs-log-n", "witness-anchoring", "truncation-caught"} {
+	for _, id := range []string{"denied-before-server", "gate-stops-money", "receipts-verify", "no-values-in-receipts", "rug-pull-caught", "proofs-log-n", "witness-anchoring", "truncation-caught", "procs-one-chain", "ledger-takeover"} {
 		if c := claim(r, id); c.Status != report.StatusHeld {
 			t.Errorf("claim %s is %q, want held", id, c.Status)
 		}
@@ -90,6 +90,7 @@ func TestReportQuick(t *testing.T) {
 		}
 	}
 	checkHTTPReceipts(t, r, work)
+	checkProcs(t, r)
 	checkAnchored(t, r)
 	checkFiles(t, r, out, readme)
 }
@@ -108,6 +109,23 @@ func checkAnchored(t *testing.T, r *report.Report) {
 	}
 	if c := claim(r, "verify-anchored-rate"); c.Status != report.StatusMeasured {
 		t.Errorf("claim verify-anchored-rate is %q, want measured", c.Status)
+	}
+}
+
+// checkProcs checks the many-proxies rows: denies/s for each count of
+// proxies over the settings' denies, and the takeover times over its
+// rounds, each after its checks passed.
+func checkProcs(t *testing.T, r *report.Report) {
+	t.Helper()
+	for _, n := range report.ProcsCounts {
+		id := fmt.Sprintf("denies-procs-%d", n)
+		if m, ok := measurement(r, id); !ok || m.Status != report.StatusMeasured || m.Unit != "denies/s" || m.N != r.Settings.ProcsDenies || m.Value <= 0 ||
+			!strings.Contains(m.Note, fmt.Sprintf("one chain of %d receipts verified", r.Settings.ProcsDenies+n)) {
+			t.Errorf("row %s: %+v (present %v), want measured over %d denies, its chain checked", id, m, ok, r.Settings.ProcsDenies)
+		}
+	}
+	if m, ok := measurement(r, "ledger-takeover"); !ok || m.Status != report.StatusMeasured || m.Unit != "ms" || m.N != r.Settings.TakeoverRounds || m.Dist == nil {
+		t.Errorf("row ledger-takeover: %+v (present %v), want measured in ms over %d kills", m, ok, r.Settings.TakeoverRounds)
 	}
 }
 

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bankdoor/bankdoor/internal/fleet"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 )
 
@@ -68,6 +70,41 @@ func BenchmarkRoundTrip(b *testing.B) {
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
 			b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
+
+// BenchmarkDenyProcs measures denies through 1, 2, 4 and 8 proxies on one
+// receipts directory and one key, as the report's denies-procs-N rows do
+// (internal/fleet): b.N denies spread over the proxies, each proxy's own
+// SDK client calling as fast as it is answered, timed after one untimed
+// deny through each; afterwards the directory must verify as one chain of
+// one receipt per deny and the embedded ledger must hold it. ns/op is the
+// wall time per deny of all proxies together; denies/s its inverse. Each
+// round starts its proxies anew (untimed): give -benchtime 400x rather
+// than a duration.
+func BenchmarkDenyProcs(b *testing.B) {
+	policy, err := filepath.Abs("../../policies/bankdoor.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, procs := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			b.StopTimer() // Rate runs it around the timed denies only
+			dir := b.TempDir()
+			home := filepath.Join(dir, "home")
+			if out, err := exec.Command(built.bankdoor, "keygen", "--dir", home).CombinedOutput(); err != nil {
+				b.Fatalf("keygen: %v\n%s", err, out)
+			}
+			cfg := fleet.Config{StateDir: dir, Proxy: mcptest.Proxy{Bin: built.bankdoor, Policy: policy, Server: "bank",
+				Receipts: filepath.Join(dir, "receipts"), Home: home, Fixture: mcptest.Fixture{Bin: built.bankServer}}}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			wall, _, err := fleet.Rate(ctx, cfg, procs, b.N, b)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "denies/s")
 		})
 	}
 }

@@ -17,6 +17,7 @@ const modulePath = "github.com/bankdoor/bankdoor/"
 var harness = []string{
 	modulePath + "internal/report",
 	modulePath + "internal/attacks",
+	modulePath + "internal/fleet",
 	modulePath + "internal/mcptest",
 	modulePath + "internal/omniwitness",
 	modulePath + "internal/perf",

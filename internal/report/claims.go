@@ -85,6 +85,8 @@ func Claims(r *Report) []Claim {
 		latencyClaim(r),
 		httpLatencyClaim(r),
 		denyLatencyClaim(r),
+		procsClaim(r),
+		takeoverClaim(r),
 		appendClaim(r),
 		proofClaim(r),
 		anchorClaim(r),

@@ -14,7 +14,10 @@
 // attack straight to a fresh fixture (the control runs); then timed
 // tools/call direct, proxied and denied, over stdio and over MCP
 // streamable HTTP (the fixture's --http; `bankdoor proxy --listen` with
-// an agent's bearer token, the fixture behind it over --url).
+// an agent's bearer token, the fixture behind it over --url); then
+// several stdio proxies on one receipts directory and one key, each with
+// its own fixture and client (internal/fleet): denies through all at once,
+// and the ledger's holder SIGKILLed for another to take over.
 // [LedgerBench] runs package ledger in process with real signed receipts
 // from fresh keys, verifier.VerifyDir over a receipts directory, and
 // verifier.VerifyAnchored over an export bundle (package verifier/bundle)
@@ -56,6 +59,18 @@
 // p95 and p99, "latency-ratio-p50" ... and "latency-http-ratio-p50" ...
 // ("value", unit "x", each the quotient of the two rows' percentiles).
 // The chart has one series per latency row, in that order.
+//
+// The many-proxies rows, section "procs": "denies-procs-1", "-2", "-4"
+// and "-8" ("value" in denies/s, "n" the timed denies, settings
+// "procs_denies", spread over that many stdio proxies on one receipts
+// directory and one key, after one untimed deny through each); each is
+// "failed: WHY" unless afterwards the directory verified as one chain
+// with one receipt per deny answered and the embedded ledger held the
+// whole chain. "ledger-takeover" is a "dist" in ms over "n" SIGKILLs of
+// the proxy holding the embedded ledger (settings "takeover_rounds"),
+// each timed from the signal to another proxy's log line saying it took
+// over. Their "note" gives the checks, the standby's retry interval and
+// the load average when the row started.
 //
 // # Example
 //

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -13,6 +14,7 @@ const ChartFile = "latency.svg"
 // sections are the measurement sections, in the order they are shown.
 var sections = []struct{ id, title string }{
 	{"latency", "Latency of one tools/call"},
+	{"procs", "Many proxies on one receipts directory"},
 	{"ledger", "Ledger"},
 	{"anchor", "Anchoring"},
 	{"verify", "Offline verification"},
@@ -33,6 +35,10 @@ func Markdown(r *Report) string {
 	controlsTable(&b, r.Controls)
 	rugPullsTable(&b, r.RugPulls)
 	for _, s := range sections {
+		// A report made before a section existed has no rows for it.
+		if !slices.ContainsFunc(r.Measurements, func(m Measurement) bool { return m.Section == s.id }) {
+			continue
+		}
 		fmt.Fprintf(&b, "## %s\n\n", s.title)
 		if s.id == "latency" && len(r.Chart) > 0 {
 			fmt.Fprintf(&b, "<img src=\"%s\" alt=\"cumulative latency distribution: direct, proxied, deny, over stdio and over HTTP\" width=\"720\">\n\n", ChartFile)
@@ -51,8 +57,12 @@ func settingsLine(s Settings) string {
 	for i, n := range s.ProofSizes {
 		sizes[i] = strconv.FormatUint(n, 10)
 	}
-	return fmt.Sprintf("%d timed calls per latency case; %d appends batched, %d one per transaction; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
-		s.Calls, s.Appends, s.SingleTx, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
+	procs := ""
+	if s.ProcsDenies > 0 {
+		procs = fmt.Sprintf("; %d denies per many-proxies row, %d SIGKILLs of the ledger's holder", s.ProcsDenies, s.TakeoverRounds)
+	}
+	return fmt.Sprintf("%d timed calls per latency case%s; %d appends batched, %d one per transaction; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
+		s.Calls, procs, s.Appends, s.SingleTx, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
 }
 
 func anchoring(s Settings) string {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,15 @@ func TestClaimsFail(t *testing.T) {
 		"forwarded":  {func(r *Report) { r.Attacks[0].Forwarded = true }, "denied-before-server"},
 		"receipts":   {func(r *Report) { r.Measurements[0].N = 0 }, "receipts-verify"},
 		"truncation": {func(r *Report) { r.Measurements[1].Status = "failed: verify passed without seq 8..10" }, "truncation-caught"},
+		"one chain": {func(r *Report) {
+			r.Measurements = append(r.Measurements, procsRows(2, "failed: the receipts directory holds a chain of 15, for 16 denies answered")...)
+		}, "procs-one-chain"},
+		"takeover slow": {func(r *Report) {
+			r.Measurements = append(r.Measurements, Measurement{ID: takeoverID, Status: StatusMeasured, Unit: "ms", N: 3, Dist: &Dist{P50: 300, P95: 2100, P99: 2100, Max: 2100}})
+		}, takeoverID},
+		"takeover failed": {func(r *Report) {
+			r.Measurements = append(r.Measurements, Measurement{ID: takeoverID, Status: "failed: no proxy took over the ledger within 10s"})
+		}, takeoverID},
 	} {
 		r := base()
 		for _, cl := range Claims(r) {
@@ -81,5 +91,36 @@ func TestLatencySVG(t *testing.T) {
 	svg := LatencySVG("t<&>", []Series{{Name: "a", Samples: []float64{90, 120, 400}}, {Name: "b", Samples: []float64{2000, 3000}}})
 	if !strings.HasPrefix(svg, "<svg ") || strings.Count(svg, "<polyline") != 2 || !strings.Contains(svg, "t&lt;&amp;&gt;") || !strings.Contains(svg, ">1ms<") {
 		t.Errorf("unexpected SVG:\n%s", svg)
+	}
+}
+
+// procsRows are the denies-procs-N rows, measured but for the one of
+// failedProcs proxies, which has status failed.
+func procsRows(failedProcs int, failed string) []Measurement {
+	var ms []Measurement
+	for _, n := range ProcsCounts {
+		m := Measurement{ID: fmt.Sprintf("%s%d", procsIDPrefix, n), Status: StatusMeasured, Unit: "denies/s", N: 16, Value: 100}
+		if n == failedProcs {
+			m = Measurement{ID: m.ID, Status: failed}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// TestProcsClaims: the many-proxies claims hold on rows that passed
+// (takeovers within the bound), and are not measured without rows.
+func TestProcsClaims(t *testing.T) {
+	r := &Report{Measurements: append(procsRows(0, ""),
+		Measurement{ID: takeoverID, Status: StatusMeasured, Unit: "ms", N: 3, Dist: &Dist{P50: 300, P95: 400, P99: 400, Max: 2000}})}
+	for _, c := range []Claim{procsClaim(r), takeoverClaim(r)} {
+		if c.Status != StatusHeld {
+			t.Errorf("claim %s: %s, want held", c.ID, c.Status)
+		}
+	}
+	for _, c := range []Claim{procsClaim(&Report{}), takeoverClaim(&Report{})} {
+		if !strings.HasPrefix(c.Status, "not measured: ") {
+			t.Errorf("claim %s without rows: %s, want not measured", c.ID, c.Status)
+		}
 	}
 }

@@ -61,6 +61,12 @@ type Settings struct {
 	VerifyBundle int  `json:"verify_bundle_receipts"`
 	Anchor       bool `json:"anchor"`  // whether anchoring was attempted
 	Anchors      int  `json:"anchors"` // checkpoints anchored, if it was
+	// ProcsDenies is the timed denies of each denies-procs-N row, spread
+	// over its N proxies; TakeoverRounds the SIGKILLs of the ledger's
+	// holder timed by the ledger-takeover row. Both 0 in a report made
+	// before those rows existed.
+	ProcsDenies    int `json:"procs_denies"`
+	TakeoverRounds int `json:"takeover_rounds"`
 }
 
 // AttackRow is one attack sent through the proxy. It held if ActualRule
