@@ -47,6 +47,18 @@ func embedded(receipts, db string, signer note.Signer, chains func() ([]station.
 	}
 }
 
+// oneChain returns a receipts directory and its embedded ledger's file,
+// an agent and a log key.
+func oneChain(t *testing.T) (receipts, db string, a *agentchain.Agent, signer note.Signer) {
+	t.Helper()
+	receipts = filepath.Join(t.TempDir(), "receipts")
+	a, err := agentchain.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return receipts, filepath.Join(receipts, ".ledger.db"), a, logKey(t)
+}
+
 // start opens and starts a station that writes the chain of key in dir.
 func start(t *testing.T, cfg station.Config, dir string, key ed25519.PrivateKey) (*station.Station, *receipt.Writer, func()) {
 	t.Helper()
@@ -134,13 +146,7 @@ func checkLedger(t *testing.T, db string, signer note.Signer, chains map[string]
 // closes, the other takes over and ships the rest, from the ledger's head.
 func TestHolderAndStandby(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	receipts, db := filepath.Join(dir, "receipts"), filepath.Join(dir, "receipts", ".ledger.db")
-	a, err := agentchain.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := logKey(t)
+	receipts, db, a, signer := oneChain(t)
 	cfg := embedded(receipts, db, signer, nil)
 	s1, w1, n1 := start(t, cfg, receipts, a.Key)
 	s2, w2, n2 := start(t, cfg, receipts, a.Key)
@@ -303,13 +309,7 @@ func TestHolderCloseShipsNewChains(t *testing.T) {
 // the last proxy to stop leaves nothing unshipped.
 func TestStandbyCloseShips(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	receipts, db := filepath.Join(dir, "receipts"), filepath.Join(dir, "receipts", ".ledger.db")
-	a, err := agentchain.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := logKey(t)
+	receipts, db, a, signer := oneChain(t)
 	cfg := embedded(receipts, db, signer, nil)
 	cfg.Takeover = time.Hour // it never takes over while running
 	s1, w1, n1 := start(t, cfg, receipts, a.Key)
