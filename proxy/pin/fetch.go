@@ -51,12 +51,19 @@ func ListAll(ctx context.Context, call Caller) ([]Tool, error) {
 	return nil, fmt.Errorf("tools/list has more than %d pages", MaxPages)
 }
 
-// Fetch performs the MCP initialize handshake on conn and lists every tool
-// the server offers, with definitions exactly as sent. It is what
-// `bankdoor pin` runs; ctx should carry a timeout.
+// FetchCapabilities are the client capabilities Fetch declares: roots,
+// sampling and elicitation, so that a server that offers some tools only
+// to clients with them lists every tool it has. Fetch itself answers any
+// request the server sends with an error.
+const FetchCapabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
+
+// Fetch performs the MCP initialize handshake on conn, declaring
+// FetchCapabilities, and lists every tool the server offers, with
+// definitions exactly as sent. It is what `bankdoor pin` and `bankdoor
+// init` run; ctx should carry a timeout.
 func Fetch(ctx context.Context, conn mcp.Connection) ([]Tool, error) {
 	c := &seqCaller{conn: conn}
-	initParams := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":{},"clientInfo":{"name":"bankdoor-pin","version":"1"}}`
+	initParams := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":` + FetchCapabilities + `,"clientInfo":{"name":"bankdoor-pin","version":"1"}}`
 	if _, err := c.call(ctx, "initialize", []byte(initParams)); err != nil {
 		return nil, err
 	}
