@@ -3,16 +3,27 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bankdoor/bankdoor/proxy/pin"
 	"github.com/bankdoor/bankdoor/proxy/policy"
 )
 
+// pinSynopsis is the usage line of pin.
+const pinSynopsis = "pin [--policy P --server S --write] [--hashes] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...}"
+
 func cmdPin(e *env, args []string) int {
-	fs := newFlags(e, "pin", "pin [--policy P --server S --write] -- CMD ARGS...")
+	fs := newFlags(e, "pin", pinSynopsis)
 	policyPath := fs.String("policy", "", "policy file to update (with --write)")
 	server := fs.String("server", "", "server name in the policy (with --write)")
 	write := fs.Bool("write", false, "write the pins of the policy's allowlisted tools into the policy file, keeping its comments")
+	hashes := fs.Bool("hashes", false, "print only \"schema_sha256 name\" per tool, not the definitions")
+	var df downFlags
+	df.register(fs.FlagSet)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -20,8 +31,8 @@ func cmdPin(e *env, args []string) int {
 	if len(pos) > 0 {
 		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. bankdoor pin -- bankmcp"))
 	}
-	if len(argv) == 0 {
-		return exitErr(e, exitUsage, hint(errNoCommand, "give the bank server's command after --, e.g. bankdoor pin -- bankmcp"))
+	if err := df.check(argv, os.Getenv); err != nil {
+		return exitErr(e, exitUsage, err)
 	}
 	if *write && (*policyPath == "" || *server == "") {
 		return fs.usageErr("--write needs --policy P and --server S")
@@ -33,26 +44,56 @@ func cmdPin(e *env, args []string) int {
 			return exitErr(e, exitUsage, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-	defer cancel()
-	conn, err := startServer(ctx, argv)
+	tools, err := listTools(&df, argv)
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	tools, err := pin.Fetch(ctx, conn)
-	conn.Close()
-	if err != nil {
-		return fail(e, exitFailure, "listing the tools of %q: %w", argv[0], err)
-	}
 	pins := make(map[string]policy.Pin, len(tools))
 	for _, t := range tools {
-		fmt.Fprintf(e.stdout, "%s %s\n", t.SHA256, t.Name)
+		if *hashes {
+			fmt.Fprintf(e.stdout, "%s %s\n", t.SHA256, t.Name)
+		} else if err := printDefinition(e.stdout, t); err != nil {
+			return exitErr(e, exitFailure, err)
+		}
 		pins[t.Name] = policy.Pin{Schema: t.SHA256, Definition: t.Definition}
 	}
 	if !*write {
 		return exitOK
 	}
 	return writePins(e, p, *server, pins)
+}
+
+// listTools starts the bank server (or connects to --url), lists every
+// tool it offers (see pin.Fetch) and stops it.
+func listTools(df *downFlags, argv []string) ([]pin.Tool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	conn, err := df.dial(ctx, argv)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := pin.Fetch(ctx, conn)
+	conn.Close()
+	if err != nil {
+		name := df.url
+		if name == "" {
+			name = argv[0]
+		}
+		return nil, fmt.Errorf("listing the tools of %q: %w", name, err)
+	}
+	return tools, nil
+}
+
+// printDefinition prints a tool's pins and its definition, indented, as
+// the server sent it (members in its order), for a human to read before
+// pinning.
+func printDefinition(w io.Writer, t pin.Tool) error {
+	def := jsontext.Value(slices.Clone(t.Raw))
+	if err := def.Indent(jsontext.WithIndent("  ")); err != nil {
+		return fmt.Errorf("tool %q: its definition: %w", t.Name, err)
+	}
+	_, err := fmt.Fprintf(w, "# %s\nschema_sha256: %s\ndefinition_sha256: %s\n%s\n\n", t.Name, t.SHA256, t.Definition, def)
+	return err
 }
 
 // loadPolicy loads the --policy file and checks that it has the --server.

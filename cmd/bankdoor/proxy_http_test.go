@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"strings"
 	"testing"
@@ -130,5 +131,35 @@ func TestE2EHTTPServerDies(t *testing.T) {
 	}
 	if _, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err == nil {
 		t.Errorf("a call after the bank died succeeded")
+	}
+}
+
+// TestE2EPinURL: bankdoor pin --url lists the fixture over streamable HTTP
+// with the very pins the same server has over stdio, and prints its
+// definitions.
+func TestE2EPinURL(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.fixture()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stdio, err := mcptest.LivePins(ctx, built.bankdoor, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHTTPFixture(t, f)
+	out := w.bankdoor(0, "pin", "--hashes", "--url", h.URL)
+	overHTTP := map[string]string{}
+	for line := range strings.Lines(strings.TrimSpace(out)) {
+		sum, name, _ := strings.Cut(strings.TrimSpace(line), " ")
+		overHTTP[name] = sum
+	}
+	if len(stdio) != 5 || !maps.Equal(stdio, overHTTP) {
+		t.Errorf("pins over --url %v; over stdio %v; want the same five", overHTTP, stdio)
+	}
+	long := w.bankdoor(0, "pin", "--url", h.URL)
+	if !strings.Contains(long, "# get_transactions\nschema_sha256: "+stdio["get_transactions"]+"\n") ||
+		!strings.Contains(long, `  "name": "get_transactions",`) {
+		t.Errorf("pin --url does not print get_transactions' definition with its pin:\n%s", long)
 	}
 }

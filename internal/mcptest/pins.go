@@ -8,15 +8,15 @@ import (
 	"strings"
 )
 
-// LivePins runs `bankdoor pin -- FIXTURE` and returns the pins it prints,
-// tool name -> schema_sha256.
+// LivePins runs `bankdoor pin --hashes -- FIXTURE` and returns the pins it
+// prints, tool name -> schema_sha256.
 func LivePins(ctx context.Context, bankdoor string, f Fixture) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, bankdoor, "pin", "--", f.Bin)
+	cmd := exec.CommandContext(ctx, bankdoor, "pin", "--hashes", "--", f.Bin)
 	cmd.Env = Env(f.Environ()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("bankdoor pin -- %s: %w\n%s", f.Bin, err, stderr.Bytes())
+		return nil, fmt.Errorf("bankdoor pin --hashes -- %s: %w\n%s", f.Bin, err, stderr.Bytes())
 	}
 	pins := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
