@@ -124,9 +124,15 @@ type Tool struct {
 	// DefinitionSHA256 pins the whole definition (package proxy/pin);
 	// "" when the tool is pinned by schema_sha256 alone, or not at all.
 	DefinitionSHA256 string
-	Args             map[string]*Arg
-	Line             int // position of the tool's key in the file
-	Column           int
+	// Acknowledge lists, lower-case and in file order, the write words
+	// (built-in or never_allow) that the tool's name may contain; nil when
+	// the tool acknowledges none. Parse checks that each is a write word
+	// the name contains and that can be acknowledged (package words); the
+	// gate honours them only while the tool is pinned.
+	Acknowledge []string
+	Args        map[string]*Arg
+	Line        int // position of the tool's key in the file
+	Column      int
 }
 
 // Arg is the specification of one argument of a tool.
