@@ -2,9 +2,11 @@ package gate
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bankdoor/bankdoor/proxy/policy"
+	"github.com/bankdoor/bankdoor/proxy/words"
 )
 
 // ackPolicy acknowledges write words for some tools. require_pins is false,
@@ -158,4 +160,43 @@ func TestAcknowledgeBypassingParse(t *testing.T) {
 	if !slices.Equal(tools["bill_pay"].Acknowledge, []string{"transfer", "pay", "payments"}) {
 		t.Error("Decide changed the policy")
 	}
+}
+
+// FuzzAcknowledged decides any name under ackPolicy with every pin
+// matching: a name is allowed past check 5 only if it is an exact key of
+// the policy whose every write word is acknowledged and acknowledgeable,
+// and never when the listing does not match its pin.
+func FuzzAcknowledged(f *testing.F) {
+	for _, s := range []string{"list_transfers", "list_TRANSFERS", "get-resource-links", "get_borrow_rates",
+		"list_transfers_payouts", "transfers_list", "list_transfers_pay", "list_refunds", "get_payment_status"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	p := mustParse(f, ackPolicy)
+	g := New(p)
+	f.Fuzz(func(t *testing.T, tool string, changed bool) {
+		live, defs := ackLive()
+		if changed {
+			other := strings.Repeat("e", 64)
+			live[tool], defs[tool] = other, other
+		}
+		c := Call{Server: "bank", Tool: tool, Live: live, LiveDefinition: defs}
+		d := g.Decide(c)
+		checkInvariants(t, g, c, d)
+		if !d.Allow && d.Check != 6 {
+			return
+		}
+		entry, ok := p.Servers["bank"].Tools[tool]
+		if !ok || entry.SchemaSHA256 == "" || live[tool] != entry.SchemaSHA256 {
+			t.Fatalf("%q past check 5 without a matching pin: %+v", tool, d)
+		}
+		for _, m := range words.FindAll(tool, p.NeverAllow) {
+			if !m.Acknowledgeable() || !slices.Contains(entry.Acknowledge, m.Word) {
+				t.Fatalf("%q past check 3 with the write word %+v", tool, m)
+			}
+		}
+		if pre := g.Precheck(c); !pre.Allow {
+			t.Fatalf("Precheck denied what Decide let past check 4: %+v", pre)
+		}
+	})
 }
