@@ -25,16 +25,28 @@ func cmdLint(e *env, args []string) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	problems := policy.Lint(p)
-	for _, pr := range problems {
+	lines := policy.Lint(p)
+	for _, pr := range lines {
 		fmt.Fprintln(e.stdout, pr.String())
 	}
-	if len(problems) > 0 {
+	if problems := failures(lines); len(problems) > 0 {
 		err := &hinted{err: fmt.Errorf("%s: %d problem(s)", *policyPath, len(problems)), hints: lintHints(p, problems)}
 		return exitErr(e, exitFailure, err)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (policy %s, policy_sha256 %s)\n", *policyPath, p.ID, p.SHA256)
 	return exitOK
+}
+
+// failures returns the lint lines that are problems, leaving out the
+// informational ones (acknowledgements).
+func failures(lines []policy.Problem) []policy.Problem {
+	var out []policy.Problem
+	for _, pr := range lines {
+		if !pr.Info {
+			out = append(out, pr)
+		}
+	}
+	return out
 }
 
 // lintHints returns the commands that fix lint problems: for each server

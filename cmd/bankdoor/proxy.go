@@ -54,7 +54,7 @@ func cmdProxy(e *env, args []string) int {
 	if err != nil {
 		return exitErr(e, exitUsage, err)
 	}
-	problems := policy.Lint(p)
+	problems := failures(policy.Lint(p))
 	for _, pr := range problems {
 		e.warningf("%s", pr)
 	}

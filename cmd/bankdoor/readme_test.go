@@ -20,20 +20,26 @@ func readRepoFile(t *testing.T, name string) string {
 	return string(b)
 }
 
-// TestReadmeWords checks that the README lists exactly the built-in words.
+// TestReadmeWords checks that the README lists exactly the built-in words,
+// and exactly the words no policy can acknowledge.
 func TestReadmeWords(t *testing.T) {
 	t.Parallel()
 	readme := readRepoFile(t, "README.md")
-	m := regexp.MustCompile(`(?s)<!-- words:begin -->(.*)<!-- words:end -->`).FindStringSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no <!-- words:begin --> ... <!-- words:end --> section")
-	}
-	var listed []string
-	for _, w := range strings.Split(m[1], ",") {
-		listed = append(listed, strings.Trim(strings.TrimSpace(w), "`"))
-	}
-	if diff := cmp.Diff(words.Builtin(), listed); diff != "" {
-		t.Errorf("README word list differs from words.Builtin() (-code +readme):\n%s", diff)
+	for _, l := range []struct {
+		marker string
+		code   []string
+	}{{"words", words.Builtin()}, {"never", words.Never()}} {
+		m := regexp.MustCompile(`(?s)<!-- ` + l.marker + `:begin -->(.*)<!-- ` + l.marker + `:end -->`).FindStringSubmatch(readme)
+		if m == nil {
+			t.Fatalf("README.md has no <!-- %s:begin --> ... <!-- %s:end --> section", l.marker, l.marker)
+		}
+		var listed []string
+		for _, w := range strings.Split(m[1], ",") {
+			listed = append(listed, strings.Trim(strings.TrimSpace(w), "`"))
+		}
+		if diff := cmp.Diff(l.code, listed); diff != "" {
+			t.Errorf("README %s list differs from package words (-code +readme):\n%s", l.marker, diff)
+		}
 	}
 }
 

@@ -28,6 +28,14 @@
 // bank's log grew) and whether money moved. [Control] sends the unsafe
 // ones straight to the fixture, to show the gate is what stops them.
 //
+// [Acknowledgements] are attacks on acknowledged write words (a policy's
+// acknowledge key): names that share an acknowledged word but are not the
+// acknowledged name (case, separators, a leading or never-acknowledgeable
+// word, another write word), and the acknowledged read after a rug pull.
+// They are written against [AcknowledgePolicy] and the fixture's transfers
+// variants, not against policies/bankdoor.yaml as the catalogue is, and are
+// kept out of [Catalogue] for that reason.
+//
 // Expected rules follow the order of the gate's checks (proxy/gate) and of
 // the relay's frame checks (proxy): a name is checked before the server,
 // the write words, the allowlist, the pin and the arguments, and the first

@@ -18,6 +18,8 @@
 //	1      name.charset         a byte of the name is outside [A-Za-z0-9_-]
 //	2      server.unknown       --server names no server of the policy
 //	3      name.write_word      a run of the name's tokens spells a write word (package words)
+//	                            that the tool's policy entry does not acknowledge, or that no
+//	                            policy can acknowledge, or the entry acknowledging it is unpinned
 //	4      tool.not_allowed     the name is not a key of the server's tools (exact, case-sensitive)
 //	5      pin.missing          the tool has no schema_sha256 and require_pins is true
 //	5      pin.unlisted         the server's current tools/list has no tool of that name
@@ -46,6 +48,14 @@
 // the byte, if it is not UTF-8) and its byte offset. Check 4 is a Go map
 // lookup: no globs, no case folding, no normalisation, and names such as
 // __proto__ or constructor are just names that are not in the map.
+// Check 3 looks the name up exactly as check 4 does: an acknowledgement
+// (the acknowledge key of a tool, package policy) covers that one name, so
+// list_TRANSFERS and list-transfers are denied by the words even when
+// list_transfers acknowledges transfers. An acknowledged tool must carry
+// schema_sha256 (else check 3 denies it, whatever require_pins says), and
+// check 5 still compares its live definition with its pins: a mismatch is
+// pin.mismatch (pin.unlisted if the server no longer lists it), whose
+// reason says the acknowledgement is void, and Listable hides the tool.
 // Call.SkipPinCheck skips check 5 entirely; only `bankdoor decide` without
 // --tools-file sets it. A tool pinned with require_pins false and no
 // schema_sha256 still fails pin.unlisted if the server does not list it.

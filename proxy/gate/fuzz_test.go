@@ -66,8 +66,11 @@ func checkInvariants(t *testing.T, g *Gate, c Call, d Decision) {
 		if _, ok := g.servers[c.Server].tools[c.Tool]; !ok {
 			t.Fatalf("allowed tool %q, which is not in the allowlist", c.Tool)
 		}
-		if w, ok := words.Find(c.Tool, []string{"borrow"}); ok {
-			t.Fatalf("allowed tool %q, which has the write word %q", c.Tool, w)
+		ack := g.servers[c.Server].tools[c.Tool].tool.Acknowledge
+		for _, m := range words.FindAll(c.Tool, g.p.NeverAllow) {
+			if !m.Acknowledgeable() || !slices.Contains(ack, m.Word) {
+				t.Fatalf("allowed tool %q, which has the write word %q, not acknowledged", c.Tool, m.Word)
+			}
 		}
 	}
 	if !utf8.ValidString(d.Reason) || strings.ContainsAny(d.Reason, "\n\r\x00") {

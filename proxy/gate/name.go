@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -46,13 +47,30 @@ func (g *Gate) checkServer(c *request) (rule, reason string) {
 	return "server.unknown", fmt.Sprintf("server %s is not in policy %s (servers: %s)", quote(c.Server), quote(g.p.ID), list(sortedKeys(g.servers)))
 }
 
-// checkWords is check 3: no run of the name's tokens is a write word.
+// checkWords is check 3: every run of the name's tokens that spells a write
+// word is acknowledged by the tool's entry in the policy (exact name), can
+// be acknowledged (package words), and the entry is pinned. Check 5 voids
+// the acknowledgement of a tool whose live definition does not match.
 func (g *Gate) checkWords(c *request) (rule, reason string) {
-	w, ok := words.Find(c.Tool, g.p.NeverAllow)
-	if !ok {
-		return "", ""
+	if _, ok := words.Find(c.Tool, g.p.NeverAllow); !ok {
+		return "", "" // the common case, without allocating
 	}
-	return "name.write_word", fmt.Sprintf("tool name %s (tokens %s) spells the payment/write word %q; a tool whose name has such a word is never allowed, whatever the allowlist says", quote(c.Tool), strings.Join(words.Tokens(c.Tool), " "), w)
+	t := c.server.tools[c.Tool]
+	for _, m := range words.FindAll(c.Tool, g.p.NeverAllow) {
+		var why string
+		switch {
+		case m.Why() != "":
+			why = "it " + m.Why() + ": never allowed, whatever the policy says"
+		case t == nil || !slices.Contains(t.tool.Acknowledge, m.Word):
+			why = "a name with such a word is allowed only as a pinned tool whose policy entry acknowledges the word"
+		case t.tool.SchemaSHA256 == "":
+			why = "the policy acknowledges it for this tool, but an acknowledgement holds only for a pinned definition and the tool has no schema_sha256"
+		default:
+			continue
+		}
+		return "name.write_word", fmt.Sprintf("tool name %s (tokens %s) spells the payment/write word %q; %s", quote(c.Tool), strings.Join(words.Tokens(c.Tool), " "), m.Word, why)
+	}
+	return "", ""
 }
 
 // checkAllowlist is check 4: the name is exactly a key of the server's tools.

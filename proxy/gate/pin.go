@@ -1,14 +1,30 @@
 package gate
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // checkPin is check 5: the tool is listed by the server and its live
 // definition hashes to the pinned schema_sha256 and, if the policy pins
 // it, to the pinned definition_sha256.
+//
+// For a tool that acknowledges write words (check 3), a failing pin also
+// voids the acknowledgement, and the reason says so.
 func (g *Gate) checkPin(c *request) (rule, reason string) {
 	if c.SkipPinCheck {
 		return "", ""
 	}
+	rule, reason = g.pinFailure(c)
+	if ack := c.tool.tool.Acknowledge; rule != "" && len(ack) > 0 {
+		reason += fmt.Sprintf("; the policy's acknowledgement of %s in its name holds only for the pinned definition, so it is void", quoteWords(ack))
+	}
+	return rule, reason
+}
+
+// pinFailure runs check 5 for the allowlisted tool c.tool.
+func (g *Gate) pinFailure(c *request) (rule, reason string) {
 	pinned := c.tool.tool.SchemaSHA256
 	if pinned == "" && g.p.RequirePins {
 		return "pin.missing", fmt.Sprintf("tool %s has no schema_sha256 in the policy and require_pins is true; review the tool and pin it", quote(c.Tool))
@@ -32,4 +48,13 @@ func short(sum string) string {
 		return sum[:12]
 	}
 	return sum
+}
+
+// quoteWords quotes each word and joins them with ", ".
+func quoteWords(ws []string) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = strconv.Quote(w)
+	}
+	return strings.Join(q, ", ")
 }

@@ -41,6 +41,9 @@ type decoder struct {
 	file string
 	errs []error
 	full bool // maxErrors reached
+	// acks are the acknowledge entries read so far, checked once the
+	// whole policy (its never_allow words too) is read.
+	acks []ackEntry
 }
 
 // errorf records an error at the position of n (nil: no position).

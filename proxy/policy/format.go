@@ -44,6 +44,9 @@ func writeTool(b *bytes.Buffer, t *Tool) {
 	if t.DefinitionSHA256 != "" {
 		fmt.Fprintf(b, "        definition_sha256: %s\n", quote(t.DefinitionSHA256))
 	}
+	if t.Acknowledge != nil {
+		fmt.Fprintf(b, "        acknowledge: %s\n", quoteList(t.Acknowledge))
+	}
 	if len(t.Args) == 0 {
 		b.WriteString("        args: {}\n")
 		return

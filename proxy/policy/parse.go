@@ -44,6 +44,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 		return nil, d.err()
 	}
 	p := d.policy(root)
+	d.checkAcknowledgements(p)
 	if len(d.errs) > 0 {
 		return nil, d.err()
 	}

@@ -163,7 +163,7 @@ func serverAndToolCases() []errorCase {
 		{"tool null", header + "      get_x:\n", []string{
 			`t.yaml:7:13: tool "get_x" must be a mapping, found null; write {} for an empty one`}},
 		{"tool unknown key", toolDoc("arguments: {}"), []string{
-			`t.yaml:8:9: unknown key "arguments" in tool "get_x" (known: schema_sha256, definition_sha256, args)`}},
+			`t.yaml:8:9: unknown key "arguments" in tool "get_x" (known: schema_sha256, definition_sha256, acknowledge, args)`}},
 		{"pin upper case", toolDoc("schema_sha256: " + strings.ToUpper(hex)), []string{
 			`t.yaml:8:24: schema_sha256 "ABAB`}},
 		{"pin short", toolDoc("schema_sha256: " + hex[:63]), []string{

@@ -25,13 +25,20 @@
 //	      get_transactions:        # exact, case-sensitive tool name, [A-Za-z0-9_-]{1,128}
 //	        schema_sha256: 181c…   # 64 lower-case hex digits, from `bankdoor pin`
 //	        definition_sha256: 9b0e…  # the whole definition, from `bankdoor pin --write`
+//	        acknowledge: [transfers]  # write words the name may contain (see below)
 //	        args:                  # at most 32; names [A-Za-z0-9_-]{1,64}
 //	          account_id: { type: string, required: true, pattern: "acc_[a-z0-9_]{1,32}", max_length: 40 }
 //	          limit: { type: integer, min: 1, max: 100 }
 //	      list_accounts: {}        # a tool without arguments
 //
 // never_allow words are ASCII letters and digits, stored lower-case; they
-// only ever add to the built-in words of package words. expose entries are
+// only ever add to the built-in words of package words. acknowledge words
+// are stored the same way; each must be a write word (built-in or
+// never_allow) that the tool's name contains, and not one package words
+// says can never be acknowledged (the name's leading word, words.Never):
+// anything else is an error at the word. An acknowledgement of a tool
+// without schema_sha256 loads, so that SetPins can pin it, but the gate
+// denies the tool and Lint reports it. expose entries are
 // names from Features, each at most once. A tool's value is a mapping, {}
 // if it takes no arguments. schema_sha256 and definition_sha256 are taken
 // as written even where YAML, unquoted, would read them as a number (a
@@ -71,7 +78,8 @@
 //
 // Lint reports policies that load but probably do not do what their author
 // wants, with the rule ids name.write_word, pin.missing, server.no_tools
-// pin.schema_only and args.unbounded. SetPins writes schema_sha256 and
+// pin.schema_only and args.unbounded, and lists every acknowledgement
+// (name.acknowledged, for information). SetPins writes schema_sha256 and
 // definition_sha256 values into a policy file in place, keeping its
 // comments and layout.
 package policy
@@ -124,9 +132,15 @@ type Tool struct {
 	// DefinitionSHA256 pins the whole definition (package proxy/pin);
 	// "" when the tool is pinned by schema_sha256 alone, or not at all.
 	DefinitionSHA256 string
-	Args             map[string]*Arg
-	Line             int // position of the tool's key in the file
-	Column           int
+	// Acknowledge lists, lower-case and in file order, the write words
+	// (built-in or never_allow) that the tool's name may contain; nil when
+	// the tool acknowledges none. Parse checks that each is a write word
+	// the name contains and that can be acknowledged (package words); the
+	// gate honours them only while the tool is pinned.
+	Acknowledge []string
+	Args        map[string]*Arg
+	Line        int // position of the tool's key in the file
+	Column      int
 }
 
 // Arg is the specification of one argument of a tool.

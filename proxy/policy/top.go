@@ -162,6 +162,7 @@ func (d *decoder) tool(k, v *yaml.Node) *Tool {
 	d.fields(v, what, []field{
 		{key: "schema_sha256", set: func(_, v *yaml.Node) { t.SchemaSHA256 = d.pin(v, "schema_sha256", what) }},
 		{key: "definition_sha256", set: func(_, v *yaml.Node) { t.DefinitionSHA256 = d.pin(v, "definition_sha256", what) }},
+		{key: "acknowledge", set: func(_, v *yaml.Node) { t.Acknowledge = d.acknowledge(v, t) }},
 		{key: "args", set: func(_, v *yaml.Node) { t.Args = d.args(v, what) }},
 	})
 	return t

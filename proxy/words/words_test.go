@@ -172,6 +172,167 @@ func TestBuiltinList(t *testing.T) {
 	}
 }
 
+// TestMoreWords pins the words added from the tool lists of real payment
+// servers (see the sources beside the list): each denies the write that
+// uses it.
+func TestMoreWords(t *testing.T) {
+	for _, tt := range []struct{ name, word string }{
+		{"finalize_invoice", "finalize"},            // Stripe
+		{"setup_invoice_auto_reminders", "setup"},   // PayPal
+		{"capture_payments", "capture"},             // Hyperswitch
+		{"complete_authorize_payments", "complete"}, // Hyperswitch, Square CompletePayment
+		{"fulfill_payouts", "fulfill"},              // Hyperswitch
+		{"toggle_blocklist", "toggle"},              // Hyperswitch
+		{"retry_events", "retry"},                   // Hyperswitch
+		{"PublishInvoice", "publish"},               // Square
+		{"PauseSubscription", "pause"},              // Square
+		{"ResumeSubscription", "resume"},            // Square
+		{"CloneOrder", "clone"},                     // Square
+		{"AdjustLoyaltyPoints", "adjust"},           // Square
+		{"AccumulateLoyaltyPoints", "accumulate"},   // Square
+		{"DismissTerminalCheckout", "dismiss"},      // Square
+		{"reassign_terminal", "reassign"},           // Adyen
+		{"increment_authorization", "increment"},    // Stripe API
+		{"finaliseInvoice", "finalise"},             // British spelling
+		{"invoice_finalizes", "finalizes"},          // noun-first naming
+		{"payout_fulfils", "payout"},                // the first run wins
+		{"subscription_pauses", "pauses"},           // plural
+		{"captures_list", "captures"},               // plural
+		{"get_completes", "completes"},              // third person
+	} {
+		if got, ok := Find(tt.name, nil); !ok || got != tt.word {
+			t.Errorf("Find(%q) = %q, %v; want %q", tt.name, got, ok, tt.word)
+		}
+	}
+	// Reads of the same servers still pass.
+	for _, name := range []string{"retrieve_balance", "list_customers", "list_invoices", "search_documentation",
+		"list_disputes", "get_invoice", "show_product_details", "get_merchant_insights", "ListLocations",
+		"CalculateLoyaltyPoints", "get_auth", "get_liabilities", "list_terminals", "get_account_holder"} {
+		if w, ok := Find(name, nil); ok {
+			t.Errorf("Find(%q) = %q, want no write word", name, w)
+		}
+	}
+}
+
+func TestFindAll(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra []string
+		want  []Match
+	}{
+		{"get_balances", nil, nil},
+		{"", nil, nil},
+		{"list_transfers", nil, []Match{{"transfers", false}}},
+		{"transfers_list", nil, []Match{{"transfers", true}}},
+		{"listTransfers", nil, []Match{{"transfers", false}}},
+		{"list-TRANSFERS", nil, []Match{{"transfers", false}}},
+		{"transfer", nil, []Match{{"transfer", true}}},
+		{"2transfer", nil, []Match{{"transfer", true}}}, // digit tokens do not lead
+		{"v2_transfer", nil, []Match{{"transfer", false}}},
+		{"list_transfers_pay", nil, []Match{{"transfers", false}, {"pay", false}}},
+		{"get_payment_status", nil, []Match{{"payment", false}}},
+		{"list_payment_intents", nil, []Match{{"payment", false}}},
+		{"get-resource-links", nil, []Match{{"links", false}}},
+		{"top_up_history", nil, []Match{{"topup", true}}},
+		{"get_top_up", nil, []Match{{"topup", false}}},
+		{"re_set", nil, []Match{{"reset", true}, {"set", false}}},
+		{"pay_ment", nil, []Match{{"pay", true}, {"payment", true}}},
+		{"transfer_transfer", nil, []Match{{"transfer", true}, {"transfer", false}}},
+		{"get_borrow_rates", []string{"borrow"}, []Match{{"borrow", false}}},
+		{"BorrowRates", []string{"Borrow"}, []Match{{"borrow", true}}},
+		{"2_3", nil, nil},
+	}
+	for _, tt := range tests {
+		got := FindAll(tt.name, tt.extra)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("FindAll(%q, %q) mismatch (-want +got):\n%s", tt.name, tt.extra, diff)
+		}
+	}
+}
+
+// TestAcknowledgeable: the reads the issue names can be acknowledged; a
+// leading word and a word of Never cannot.
+func TestAcknowledgeable(t *testing.T) {
+	for _, name := range []string{"list_transfers", "get_transfer", "list_payments", "get_payment_status",
+		"list_refunds", "list_charges", "list_payouts", "list_orders", "list_payment_intents",
+		"get-resource-links", "list_setup_intents", "getTransferStatus", "get_top_up"} {
+		ms := FindAll(name, nil)
+		if len(ms) == 0 {
+			t.Errorf("%s: no write word found; the test no longer tests acknowledgement", name)
+		}
+		for _, m := range ms {
+			if !m.Acknowledgeable() || m.Why() != "" {
+				t.Errorf("%s: %+v cannot be acknowledged (%s)", name, m, m.Why())
+			}
+		}
+	}
+	for _, tt := range []struct{ name, word, why string }{
+		{"transfer_funds", "transfer", "leads"},
+		{"transfers_list", "transfers", "leads"},
+		{"pay_bill", "pay", "leads"},
+		{"send_money", "send", "leads"},
+		{"create_refund", "create", "leads"},
+		{"delete_watch", "delete", "leads"},
+		{"set_limit", "set", "leads"},
+		{"finalize_invoice", "finalize", "leads"},
+		{"2transfer", "transfer", "leads"},
+		{"bill_pay", "pay", "wherever"},
+		{"money_send", "send", "wherever"},
+		{"invoice_finalize", "finalize", "wherever"},
+		{"refund_create", "create", "wherever"},
+		{"account_withdraw", "withdraw", "wherever"},
+		{"funds_wire", "wire", "wherever"},
+		{"list_transfers_pay", "pay", "wherever"},
+	} {
+		found := false
+		for _, m := range FindAll(tt.name, nil) {
+			if m.Word != tt.word {
+				continue
+			}
+			found = true
+			if m.Acknowledgeable() || !strings.Contains(m.Why(), tt.why) {
+				t.Errorf("%s: %+v: Acknowledgeable %v, Why %q; want not, because it %s", tt.name, m, m.Acknowledgeable(), m.Why(), tt.why)
+			}
+		}
+		if !found {
+			t.Errorf("%s: %q not found", tt.name, tt.word)
+		}
+	}
+}
+
+func TestNeverList(t *testing.T) {
+	n := Never()
+	if !slices.IsSorted(n) || len(slices.Compact(slices.Clone(n))) != len(n) {
+		t.Error("Never is not sorted and unique")
+	}
+	for _, w := range n {
+		if !IsBuiltin(w) {
+			t.Errorf("never word %q is not built in", w)
+		}
+	}
+	// The brief's verbs, and both forms of each.
+	for _, w := range []string{"pay", "send", "create", "delete", "set", "withdraw", "wire"} {
+		for _, f := range []string{w, w + "s"} {
+			if !slices.Contains(n, f) {
+				t.Errorf("Never lacks %q", f)
+			}
+		}
+	}
+	// The nouns of the reads stay acknowledgeable.
+	for _, w := range []string{"transfer", "transfers", "payment", "payments", "refunds", "charges", "payouts", "orders", "links", "setup", "update", "updates"} {
+		if slices.Contains(n, w) {
+			t.Errorf("Never has %q, a noun reads use", w)
+		}
+	}
+	n[0] = "mutated"
+	if Never()[0] == "mutated" {
+		t.Error("Never returns the package's own slice")
+	}
+	if IsBuiltin("list") || IsBuiltin("") || !IsBuiltin("accept") || !IsBuiltin("writes") {
+		t.Error("IsBuiltin is wrong at the edges")
+	}
+}
+
 // TestReadWordsLeftOut pins the words the package doc says are left out
 // because reads use them; adding one of them is a decision for the doc too.
 func TestReadWordsLeftOut(t *testing.T) {
@@ -205,6 +366,15 @@ func FuzzTokens(f *testing.F) {
 		w, ok := Find(name, []string{"borrow"})
 		if ok != (w != "") || (ok && !strings.Contains(want.String(), w)) {
 			t.Fatalf("Find(%q) = %q, %v: not a run of the name's letters", name, w, ok)
+		}
+		all := FindAll(name, []string{"borrow"})
+		if ok != (len(all) > 0) || (ok && all[0].Word != w) {
+			t.Fatalf("FindAll(%q) = %+v, Find = %q, %v: FindAll's first must be Find's", name, all, w, ok)
+		}
+		for i, m := range all {
+			if m.Leading && i > 0 && !all[i-1].Leading {
+				t.Fatalf("FindAll(%q) = %+v: a leading match after one that does not lead", name, all)
+			}
 		}
 	})
 }
