@@ -22,6 +22,7 @@ var harness = []string{
 	modulePath + "internal/omniwitness",
 	modulePath + "internal/perf",
 	modulePath + "internal/scratchlog",
+	modulePath + "internal/stripemcp",
 }
 
 // harnessDeps lists the packages that pkg links which are harness or test
