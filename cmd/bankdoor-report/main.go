@@ -63,7 +63,8 @@ Flags:
                      (default: go build ./cmd/bankdoor of the current module)
     --fixture BIN    the fixture bank binary
                      (default: go build ./fixtures/bank-server of the current module)
-    --policy P       policy for the fixture, copied and pinned, never changed
+    --policy P       policy for the fixture, copied with the array attacks'
+                     tool added and pinned, never changed
                      (default: policies/bankdoor.yaml of the current module)
     --witness BIN    omniwitness binary for the anchoring figures
                      (default: go build it, except with --quick)
