@@ -22,12 +22,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/attacks"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/internal/omniwitness"
 	"github.com/bankdoor/bankdoor/internal/report"
@@ -63,7 +63,8 @@ Flags:
                      (default: go build ./cmd/bankdoor of the current module)
     --fixture BIN    the fixture bank binary
                      (default: go build ./fixtures/bank-server of the current module)
-    --policy P       policy for the fixture, copied and pinned, never changed
+    --policy P       policy for the fixture, copied with the array attacks'
+                     tool added and pinned, never changed
                      (default: policies/bankdoor.yaml of the current module)
     --witness BIN    omniwitness binary for the anchoring figures
                      (default: go build it, except with --quick)
@@ -285,17 +286,14 @@ func witness(ctx context.Context, stderr io.Writer, o options, root, work string
 	return report.Witness{Bin: bin}
 }
 
-// pinnedCopy writes the policy into work and pins it against the
-// fixture with `bankdoor pin --write`.
+// pinnedCopy writes into work the policy the attack catalogue runs
+// against (attacks.Policy: the policy with the array attacks' tool
+// added) and pins it against the fixture with `bankdoor pin --write`.
 func pinnedCopy(ctx context.Context, bankdoor string, policy []byte, fixture, work string) (string, error) {
 	dst := filepath.Join(work, "policy.yaml")
-	if err := os.WriteFile(dst, policy, 0o644); err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, bankdoor, "pin", "--policy", dst, "--server", "bank", "--write", "--", fixture)
-	cmd.Env = mcptest.Env("BANK_FIXTURE_STATE=" + filepath.Join(work, "pin-state.json"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%s pin --write against %s: %v\n%s", bankdoor, fixture, err, out)
+	f := mcptest.Fixture{Bin: fixture, State: filepath.Join(work, "pin-state.json")}
+	if err := attacks.PinPolicy(ctx, bankdoor, f, policy, dst); err != nil {
+		return "", fmt.Errorf("the report's policy: %w", err)
 	}
 	return dst, nil
 }

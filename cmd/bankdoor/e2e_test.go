@@ -269,6 +269,7 @@ func TestE2EAttacks(t *testing.T) {
 
 func testAttacks(t *testing.T, w *world) {
 	ctx := testContext(t, 4*time.Minute)
+	w.policy = w.cataloguePolicy()
 	all := attacks.Catalogue()
 	var results []attacks.Result
 	for _, v := range attacks.Variants(all) {

@@ -176,6 +176,7 @@ func checkAgentChains(t *testing.T, w *world, want map[string]int) {
 func TestE2EListenAttacks(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
+	w.policy = w.cataloguePolicy()
 	ctx := testContext(t, 4*time.Minute)
 	tokens, toks := agentTokens(t)
 	all := attacks.Catalogue()

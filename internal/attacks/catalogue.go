@@ -53,7 +53,7 @@ func (a *Attack) Raw() bool { return a.Frame != nil }
 func Catalogue() []Attack {
 	var all []Attack
 	for _, part := range [][]Attack{nameAttacks(), wordAttacks(), toolAttacks(), argAttacks(), rawArgAttacks(), frameAttacks(), methodAttacks(),
-		rugPullAttacks(), answerAttacks(), leakAttacks()} {
+		rugPullAttacks(), answerAttacks(), leakAttacks(), arrayAttacks()} {
 		all = append(all, part...)
 	}
 	return all

@@ -17,7 +17,7 @@ var knownRules = []string{
 	"name.length", "name.charset", "server.unknown", "name.write_word", "tool.not_allowed",
 	"pin.missing", "pin.unlisted", "pin.mismatch", "pin.unavailable", "response.not_exposed",
 	"args.too_large", "args.encoding", "args.duplicate", "args.not_object", "args.too_many", "args.nested",
-	"args.unknown", "args.type", "args.pattern", "args.min_length", "args.max_length", "args.min", "args.max",
+	"args.unknown", "args.type", "args.min_items", "args.max_items", "args.pattern", "args.min_length", "args.max_length", "args.min", "args.max",
 	"args.enum", "args.required",
 }
 
@@ -38,7 +38,7 @@ func TestCatalogue(t *testing.T) {
 		if a.Description == "" {
 			t.Errorf("%s: no description", a.ID)
 		}
-		if !slices.Contains([]string{"", "rugpull", "renamed", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit"}, a.Variant) {
+		if !slices.Contains([]string{"", "rugpull", "renamed", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "arrays"}, a.Variant) {
 			t.Errorf("%s: variant %q", a.ID, a.Variant)
 		}
 		if a.Raw() && a.Tool != "" || a.Raw() && a.Args != nil {
@@ -51,7 +51,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("%s: frame has a newline byte", a.ID)
 		}
 	}
-	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit"}) {
+	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "arrays"}) {
 		t.Errorf("Variants = %q", got)
 	}
 }
@@ -67,7 +67,7 @@ func TestCatalogueCoversUnsafe(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"write.transfer", "write.pay_bill", "write.move_money", "pin.rugpull", "args.mass-assignment", "params.duplicate-name",
-		"pin.after-answer-silent", "pin.after-answer-notified", "pin.title"} {
+		"pin.after-answer-silent", "pin.after-answer-notified", "pin.title", "arrays.object-item", "arrays.duplicate-in-item"} {
 		if !unsafe[id] {
 			t.Errorf("%s is not marked Unsafe", id)
 		}

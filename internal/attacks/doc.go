@@ -5,7 +5,8 @@
 // one) could send to move money or reach the bank server past the gate:
 // look-alike and zero-width tool names, separators, case and camelCase
 // spellings of write words, the real write tools, a renamed and a
-// rug-pulled tool, smuggled and malformed arguments, and malformed
+// rug-pulled tool, smuggled and malformed arguments, arrays that are
+// nested, mixed, too long or hold a hidden transfer, and malformed
 // JSON-RPC frames and methods; a definition changed in the middle of a
 // session (before answering a call, with and without notifying, between
 // the pages of a listing) or only in members schema_sha256 leaves out;
@@ -40,6 +41,8 @@
 // the relay's frame checks (proxy): a name is checked before the server,
 // the write words, the allowlist, the pin and the arguments, and the first
 // failing check names the rule. The catalogue is written against
-// policies/bankdoor.yaml; its patterns are stricter than its max_length
-// limits, so an oversized account id fails args.pattern first.
+// policies/bankdoor.yaml with one tool added, [Policy]: the arrays
+// variant's get_transactions_by_ids, for the array attacks. Its patterns
+// are stricter than its max_length limits, so an oversized account id
+// fails args.pattern first.
 package attacks

@@ -23,8 +23,36 @@ const maxSafe = 1 << 53
 type memberRule func(t *toolSpec, m *member, spec *argSpec) (rule, reason string)
 
 // memberRules returns the per-argument rules in the documented order.
-func memberRules() [9]memberRule {
-	return [9]memberRule{ruleNested, ruleUnknown, ruleType, rulePattern, ruleMinLength, ruleMaxLength, ruleMin, ruleMax, ruleEnum}
+// Those made with eachItem apply to every item of an array argument in
+// turn, against the spec of its items.
+func memberRules() [11]memberRule {
+	return [11]memberRule{eachItem(ruleNested), ruleUnknown, eachItem(ruleType), ruleMinItems, ruleMaxItems,
+		eachItem(rulePattern), eachItem(ruleMinLength), eachItem(ruleMaxLength), eachItem(ruleMin), eachItem(ruleMax), eachItem(ruleEnum)}
+}
+
+// eachItem returns r as it applies to an argument: to the argument itself,
+// or, if it is declared an array and its value is one, to each of its
+// items in order against the items' spec, stopping at the first failure.
+func eachItem(r memberRule) memberRule {
+	return func(t *toolSpec, m *member, spec *argSpec) (rule, reason string) {
+		if spec == nil || spec.Type != "array" || m.kind != '[' {
+			return r(t, m, spec)
+		}
+		for i := range m.items {
+			if rule, reason = r(t, &m.items[i], spec.items); rule != "" {
+				return rule, reason
+			}
+		}
+		return "", ""
+	}
+}
+
+// label names m in a reason: the value of an argument, or an item of it.
+func label(m *member) string {
+	if m.index < 0 {
+		return "value of " + quote(m.name)
+	}
+	return fmt.Sprintf("item %d of %s", m.index, quote(m.name))
 }
 
 // checkArgs is check 6.
@@ -56,11 +84,16 @@ func (g *Gate) checkArgs(c *request) (rule, reason string) {
 	return "", ""
 }
 
-func ruleNested(_ *toolSpec, m *member, _ *argSpec) (rule, reason string) {
-	if m.kind != '{' && m.kind != '[' {
+func ruleNested(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
+	switch {
+	case m.kind != '{' && m.kind != '[':
 		return "", ""
+	case m.index >= 0:
+		return "args.nested", fmt.Sprintf("%s is %s; the items of an array must be strings, numbers or booleans", label(m), kindName(m.kind))
+	case spec != nil:
+		return "args.nested", fmt.Sprintf("value of %s is %s; want %s", quote(m.name), kindName(m.kind), spec.Type)
 	}
-	return "args.nested", fmt.Sprintf("value of %s is %s; argument values must be strings, numbers or booleans", quote(m.name), kindName(m.kind))
+	return "args.nested", fmt.Sprintf("value of %s is %s; argument values must be strings, numbers or booleans, or arrays of them where the policy declares one", quote(m.name), kindName(m.kind))
 }
 
 func ruleUnknown(t *toolSpec, m *member, spec *argSpec) (rule, reason string) {
@@ -72,22 +105,37 @@ func ruleUnknown(t *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 
 func ruleType(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 	if why := typeFails(m, spec.Type); why != "" {
-		return "args.type", fmt.Sprintf("value of %s %s; want %s", quote(m.name), why, spec.Type)
+		return "args.type", fmt.Sprintf("%s %s; want %s", label(m), why, spec.Type)
 	}
 	return "", ""
 }
 
-// typeFails says why m is not of type typ, or returns "".
+// typeFails says why m is not of type typ, or returns "". An array value
+// of an array argument never gets here: eachItem checks its items instead.
 func typeFails(m *member, typ string) string {
 	switch {
 	case typ == "string" && m.kind == '"', typ == "boolean" && (m.kind == 't' || m.kind == 'f'):
 		return ""
 	case (typ == "integer" || typ == "number") && m.kind == '0':
 		return numberFails(m.text, typ == "integer")
-	case typ != "string" && typ != "boolean" && typ != "integer" && typ != "number":
+	case typ != "string" && typ != "boolean" && typ != "integer" && typ != "number" && typ != "array":
 		return fmt.Sprintf("cannot be checked: the policy's type %s is unknown", quote(typ))
 	}
 	return "is " + kindName(m.kind)
+}
+
+func ruleMinItems(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
+	if m.kind == '[' && len(m.items) < spec.MinItems {
+		return "args.min_items", fmt.Sprintf("value of %s has %d items; min_items is %d", quote(m.name), len(m.items), spec.MinItems)
+	}
+	return "", ""
+}
+
+func ruleMaxItems(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
+	if m.kind == '[' && len(m.items) > spec.MaxItems {
+		return "args.max_items", fmt.Sprintf("value of %s has %d items; max_items is %d", quote(m.name), len(m.items), spec.MaxItems)
+	}
+	return "", ""
 }
 
 // numberFails says why the number literal lit is not a valid integer (if
@@ -114,12 +162,12 @@ func rulePattern(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 		return "", ""
 	}
 	if spec.badPattern {
-		return "args.pattern", fmt.Sprintf("the policy's pattern for %s does not compile as RE2; fix the policy", quote(m.name))
+		return "args.pattern", fmt.Sprintf("the policy's pattern for %s does not compile as RE2; fix the policy", label(m))
 	}
 	if spec.re.MatchString(m.text) {
 		return "", ""
 	}
-	return "args.pattern", fmt.Sprintf("value of %s does not match pattern %s (the whole value must match)", quote(m.name), strconv.QuoteToASCII(spec.Pattern))
+	return "args.pattern", fmt.Sprintf("%s does not match pattern %s (the whole value must match)", label(m), strconv.QuoteToASCII(spec.Pattern))
 }
 
 func ruleMinLength(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
@@ -127,7 +175,7 @@ func ruleMinLength(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) 
 		return "", ""
 	}
 	if n := utf8.RuneCountInString(m.text); n < *spec.MinLength {
-		return "args.min_length", fmt.Sprintf("value of %s is %d code points; min_length is %d", quote(m.name), n, *spec.MinLength)
+		return "args.min_length", fmt.Sprintf("%s is %d code points; min_length is %d", label(m), n, *spec.MinLength)
 	}
 	return "", ""
 }
@@ -137,21 +185,21 @@ func ruleMaxLength(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) 
 		return "", ""
 	}
 	if n := utf8.RuneCountInString(m.text); n > *spec.MaxLength {
-		return "args.max_length", fmt.Sprintf("value of %s is %d code points; max_length is %d", quote(m.name), n, *spec.MaxLength)
+		return "args.max_length", fmt.Sprintf("%s is %d code points; max_length is %d", label(m), n, *spec.MaxLength)
 	}
 	return "", ""
 }
 
 func ruleMin(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 	if f, ok := number(m); ok && spec.Min != nil && f < *spec.Min {
-		return "args.min", fmt.Sprintf("value of %s is below min %s", quote(m.name), formatFloat(*spec.Min))
+		return "args.min", fmt.Sprintf("%s is below min %s", label(m), formatFloat(*spec.Min))
 	}
 	return "", ""
 }
 
 func ruleMax(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 	if f, ok := number(m); ok && spec.Max != nil && f > *spec.Max {
-		return "args.max", fmt.Sprintf("value of %s is above max %s", quote(m.name), formatFloat(*spec.Max))
+		return "args.max", fmt.Sprintf("%s is above max %s", label(m), formatFloat(*spec.Max))
 	}
 	return "", ""
 }
@@ -160,7 +208,7 @@ func ruleEnum(_ *toolSpec, m *member, spec *argSpec) (rule, reason string) {
 	if spec.Enum == nil || slices.Contains(spec.Enum, canonicalScalar(m)) {
 		return "", ""
 	}
-	return "args.enum", fmt.Sprintf("value of %s is not one of the %d values of its enum in the policy", quote(m.name), len(spec.Enum))
+	return "args.enum", fmt.Sprintf("%s is not one of the %d values of its enum in the policy", label(m), len(spec.Enum))
 }
 
 // ruleRequired reports the first required argument, in byte order of the

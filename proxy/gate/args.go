@@ -36,12 +36,18 @@ type args struct {
 	canonical    []byte   // RFC 8785 form of raw; nil if not canonicalisable
 }
 
-// member is one argument: its name, the kind of its value, and for scalars
+// member is one argument, or one item of an argument's array: its name
+// (for an item, the argument's), the kind of its value, and for scalars
 // the value's text (unquoted for strings, the literal for numbers).
 type member struct {
 	name string
 	kind jsontext.Kind
 	text string
+	// index is the position of an item in its array, -1 for an argument.
+	index int
+	// items are the items of an array value, in order; an item that is
+	// itself an array or an object keeps only its kind.
+	items []member
 }
 
 // parseArgs parses raw arguments strictly. It never fails: a failure is
@@ -141,23 +147,45 @@ func compareStrings(x, y string) int {
 	return 0
 }
 
-// readMember reads one name and its value; objects and arrays are read
-// whole (and so checked strictly) but only their kind is kept.
+// readMember reads one name and its value. Objects are read whole (and so
+// checked strictly) but only their kind is kept; an array's items are
+// read as readValue reads a value.
 func readMember(dec *jsontext.Decoder) (member, error) {
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return member{}, err
 	}
-	m := member{name: tok.String(), kind: dec.PeekKind()}
-	if m.kind == '{' || m.kind == '[' {
-		return m, dec.SkipValue()
+	m := member{name: tok.String(), index: -1}
+	if dec.PeekKind() != '[' {
+		return m, readValue(dec, &m)
+	}
+	m.kind = '['
+	if _, err := dec.ReadToken(); err != nil {
+		return member{}, err
+	}
+	for dec.PeekKind() != ']' {
+		item := member{name: m.name, index: len(m.items)}
+		if err := readValue(dec, &item); err != nil {
+			return member{}, err
+		}
+		m.items = append(m.items, item)
+	}
+	_, err = dec.ReadToken()
+	return m, err
+}
+
+// readValue reads one value into m: the kind and text of a scalar, only
+// the kind of an object or array, which it reads whole.
+func readValue(dec *jsontext.Decoder, m *member) error {
+	if m.kind = dec.PeekKind(); m.kind == '{' || m.kind == '[' {
+		return dec.SkipValue()
 	}
 	v, err := dec.ReadToken()
 	if err != nil {
-		return member{}, err
+		return err
 	}
 	m.kind, m.text = v.Kind(), v.String()
-	return m, nil
+	return nil
 }
 
 // trailing reports args.not_object if anything follows the first value;

@@ -31,9 +31,12 @@
 //	6      args.duplicate       an object, at any depth, has a member name twice
 //	6      args.not_object      not exactly one well-formed JSON value, or not an object
 //	6      args.too_many        more than 32 arguments
-//	6      args.nested          an argument's value is an object or an array
+//	6      args.nested          an argument's value is an object, or an array where the
+//	                            policy declares no array; an array's item is an array or an object
 //	6      args.unknown         an argument the policy does not declare for the tool
-//	6      args.type            a value not of the declared type (see below)
+//	6      args.type            a value, or an array's item, not of the declared type (see below)
+//	6      args.min_items       an array with fewer items than min_items
+//	6      args.max_items       an array with more items than max_items
 //	6      args.pattern         a string not matching its pattern (RE2, whole value)
 //	6      args.min_length      a string with fewer code points than min_length
 //	6      args.max_length      a string with more code points than max_length
@@ -73,6 +76,20 @@
 // undeclared argument reports args.unknown even if another argument has the
 // wrong type, and the reported argument is the first in that order.
 //
+// Arrays: an argument the policy declares of type array must be a JSON
+// array (null is of no type, so it is args.type like any wrong type) of at
+// most max_items and at least min_items items, each a string, number or
+// boolean of the items' type that meets the items' constraints. Rules that
+// apply to values (nested, type, pattern, min_length, max_length, min, max,
+// enum) apply to each item in order, and the reason names the first
+// failing item by its index ("item 2 of "ids""); min_items and
+// max_items apply to the array, after the type of every item is checked.
+// Duplicate items are allowed and forwarded as sent: unlike a duplicate
+// member name, a repeated item means the same to every JSON parser, and
+// max_items bounds the list. An array where the policy declares a scalar,
+// or for an undeclared argument, is args.nested, as before arrays were
+// declarable.
+//
 // Types: string is a JSON string; boolean is true or false; integer is a
 // number literal with no fraction and no exponent whose value is within
 // ±2^53 (so 5.0 and 1e2 are not integers); number is a number literal whose
@@ -84,8 +101,9 @@
 // 5, 5.0 and 5e0 are the same number.
 //
 // Reasons never contain argument values, since they go into receipts; they
-// may contain top-level argument names (quoted, at most 64 bytes), byte
-// offsets, lengths, and the policy's own constraints. A member name inside
+// may contain top-level argument names (quoted, at most 64 bytes), the
+// index of an array's item, byte offsets, lengths, counts, and the
+// policy's own constraints. A member name inside
 // an argument's value is part of that value: args.duplicate names the
 // top-level argument whose value repeats a name, and the byte offset,
 // never the repeated name or jsontext's error text.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/bankdoor/bankdoor/internal/jcs"
 	"github.com/bankdoor/bankdoor/proxy/words"
 )
@@ -24,6 +26,9 @@ func FuzzDecide(f *testing.F) {
 		{"PAYBill", `{}`},
 		{"get_transactions", `{"account_id":"acc_\ud800"}`},
 		{"get_transactions", `{"account_id":"acc_1","account_id":"acc_2"}`},
+		{byIDs, `{"ids":["tx_1","tx_2"],"amounts":[0.5,1.5e2],"years":[2024],"flags":[true],"codes":["日本円"]}`},
+		{byIDs, `{"ids":["tx_1",["tx_2"],{"a":1}],"years":[2024,2025.0,null]}`},
+		{byIDs, `{"ids":["tx_1","tx_2","tx_3","tx_4"]}`},
 	} {
 		f.Add(s.tool, []byte(s.args))
 	}
@@ -45,12 +50,47 @@ func FuzzDecide(f *testing.F) {
 		if !jcs.IsCanonical(d.Args) || d.Args[0] != '{' {
 			t.Fatalf("allowed %q with non-canonical or non-object Args %q", raw, d.Args)
 		}
+		checkForwarded(t, g, c, d.Args)
 		c.Args = d.Args
 		again := g.Decide(c)
 		if !again.Allow || !bytes.Equal(again.Args, d.Args) || again.ArgsSHA256 != d.ArgsSHA256 {
 			t.Fatalf("forwarded %q does not pass again unchanged: %+v", d.Args, again)
 		}
 	})
+}
+
+// checkForwarded checks, with encoding/json, that forwarded arguments hold
+// only declared arguments, each a scalar or, where the policy declares an
+// array, an array of scalars within its bounds.
+func checkForwarded(t *testing.T, g *Gate, c Call, fwd []byte) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(fwd, &m); err != nil {
+		t.Fatalf("forwarded %q does not decode: %v", fwd, err)
+	}
+	specs := g.servers[c.Server].tools[c.Tool].args
+	for name, v := range m {
+		spec := specs[name]
+		if spec == nil {
+			t.Fatalf("forwarded undeclared %q in %q", name, fwd)
+		}
+		items, isArray := v.([]any)
+		if isArray != (spec.Type == "array") {
+			t.Fatalf("forwarded %q as %T, declared %s, in %q", name, v, spec.Type, fwd)
+		}
+		if !isArray {
+			items = []any{v}
+		} else if len(items) < spec.MinItems || len(items) > spec.MaxItems {
+			t.Fatalf("forwarded %d items of %q, bounds %d..%d, in %q", len(items), name, spec.MinItems, spec.MaxItems, fwd)
+		}
+		for _, item := range items {
+			switch item.(type) {
+			case string, float64, bool:
+			default:
+				t.Fatalf("forwarded %q with a %T value in %q", name, item, fwd)
+			}
+		}
+	}
 }
 
 // checkInvariants holds for every decision.
@@ -94,6 +134,7 @@ func FuzzArgs(f *testing.F) {
 		`{}`, `null`, ``, `[]`, `{"a":1}`, `{"a":1,"a":2}`, `{"a":"\ud800"}`, `{"a":"\ud83d\udcb8"}`,
 		`{"a":{"b":[1,{"c":2}]}}`, `{"a":1}{}`, `{"a":1e400}`, "{\"a\":\"\xff\"}", `{"\\ud800":1}`,
 		`{"a":-0,"b":1.5E-3,"c":true,"d":null}`,
+		`{"a":[1,"x",true,null,[2],{"b":3}],"c":[]}`, `{"a":[1,]}`, `{"a":[[[]]]}`, `{"a":["\u0041",-1e-2]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -121,10 +162,29 @@ func FuzzArgs(f *testing.F) {
 			return
 		}
 		// Differential: encoding/json (lenient) must read what we accepted
-		// as an object with the same number of members.
+		// as an object with the same number of members, and the same
+		// number of items in each array.
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(a.raw, &m); err != nil || len(m) != len(a.members) {
 			t.Fatalf("accepted %q but encoding/json reads %d members, err %v", raw, len(m), err)
 		}
+		for _, mb := range a.members {
+			checkItems(t, raw, mb, m[mb.name])
+		}
 	})
+}
+
+// checkItems checks the items parseArgs read for the member mb against
+// encoding/json's reading of its value v.
+func checkItems(t *testing.T, raw []byte, mb member, v json.RawMessage) {
+	t.Helper()
+	var items []json.RawMessage // stays nil for null
+	if err := json.Unmarshal(v, &items); (err == nil && items != nil) != (mb.kind == '[') || len(items) != len(mb.items) {
+		t.Fatalf("member %q of %q: kind %q with %d items, encoding/json reads %d items (err %v)", mb.name, raw, mb.kind, len(mb.items), len(items), err)
+	}
+	for i, it := range mb.items {
+		if it.index != i || it.name != mb.name || it.items != nil || it.kind != jsontext.Value(items[i]).Kind() {
+			t.Fatalf("item %d of %q in %q read as %+v, encoding/json reads %s", i, mb.name, raw, it, items[i])
+		}
+	}
 }

@@ -68,6 +68,8 @@ type argSpec struct {
 	// badPattern is set when Pattern is set but does not compile; the
 	// argument then fails args.pattern for every string (fail closed).
 	badPattern bool
+	// items is the spec of an array's items; nil for other types.
+	items *argSpec
 }
 
 // request is a call being decided, with what the checks have found so far.
@@ -137,6 +139,13 @@ func newArgSpec(a *policy.Arg) *argSpec {
 		_, err := regexp.Compile(a.Pattern)
 		re, errAnchored := regexp.Compile(`^(?:` + a.Pattern + `)$`)
 		as.re, as.badPattern = re, err != nil || errAnchored != nil
+	}
+	if a.Type == "array" {
+		items := a.Items
+		if items == nil { // as if built without policy.Parse: no item has a type (fail closed)
+			items = &policy.Arg{Name: a.Name}
+		}
+		as.items = newArgSpec(items)
 	}
 	return as
 }

@@ -12,6 +12,7 @@ var (
 	pinB = strings.Repeat("b", 64)
 	pinC = strings.Repeat("c", 64)
 	pinD = strings.Repeat("d", 64)
+	pinE = strings.Repeat("e", 64)
 )
 
 // testPolicy is the policy most tests decide against.
@@ -33,6 +34,14 @@ servers:
       get_balances:
         schema_sha256: ` + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" + `
       list_accounts: {}
+      get_transactions_by_ids:
+        schema_sha256: ` + "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee" + `
+        args:
+          ids: { type: array, required: true, max_items: 3, items: { type: string, pattern: "tx_[0-9]{1,4}", max_length: 7 } }
+          amounts: { type: array, min_items: 1, max_items: 2, items: { type: number, min: 0.5, max: 1000 } }
+          years: { type: array, max_items: 4, items: { type: integer, min: 2000, max: 2100, enum: [2024, 2025] } }
+          flags: { type: array, max_items: 2, items: { type: boolean } }
+          codes: { type: array, max_items: 2, items: { type: string, min_length: 2, enum: [EUR, USD, "日本円"] } }
       get_quote:
         schema_sha256: ` + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc" + `
         args:
@@ -80,12 +89,13 @@ func testGate(t testing.TB) *Gate {
 // live is the server's listing that matches every pin of testPolicy.
 func live() map[string]string {
 	return map[string]string{
-		"get_transactions":  pinA,
-		"get_balances":      pinB,
-		"list_accounts":     pinD,
-		"get_quote":         pinC,
-		"transfer":          pinD,
-		"get_borrow_limits": pinD,
+		"get_transactions":        pinA,
+		"get_balances":            pinB,
+		"list_accounts":           pinD,
+		"get_transactions_by_ids": pinE,
+		"get_quote":               pinC,
+		"transfer":                pinD,
+		"get_borrow_limits":       pinD,
 	}
 }
 

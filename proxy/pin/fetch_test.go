@@ -22,12 +22,16 @@ func TestFetchDeclaresCapabilities(t *testing.T) {
 			caps := req.Session.InitializeParams().Capabilities
 			if caps != nil && caps.Elicitation != nil && caps.Sampling != nil && caps.Roots.ListChanged {
 				srv.AddTool(&mcp.Tool{Name: "ask_user", InputSchema: map[string]any{"type": "object"}},
-					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{}, nil
+					})
 			}
 		},
 	})
 	srv.AddTool(&mcp.Tool{Name: "list_accounts", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {

@@ -12,7 +12,13 @@ type entry struct{ k, v *yaml.Node }
 
 // argKeys returns the keys of an argument, in the order messages list them.
 func argKeys() []string {
-	return []string{"type", "required", "pattern", "min_length", "max_length", "min", "max", "enum"}
+	return []string{"type", "required", "pattern", "min_length", "max_length", "min", "max", "enum", "items", "min_items", "max_items"}
+}
+
+// itemKeys returns the keys of an array's items: a scalar type and its
+// constraints.
+func itemKeys() []string {
+	return []string{"type", "pattern", "min_length", "max_length", "min", "max", "enum"}
 }
 
 // arg decodes one argument. Its keys are collected first and checked once
@@ -20,13 +26,7 @@ func argKeys() []string {
 func (d *decoder) arg(k, v *yaml.Node) *Arg {
 	a := &Arg{Name: k.Value, Line: k.Line, Column: k.Column}
 	what := fmt.Sprintf("argument %q", a.Name)
-	keys := make(map[string]entry)
-	var fs []field
-	for _, key := range argKeys() {
-		fs = append(fs, field{key: key, set: func(k, v *yaml.Node) { keys[key] = entry{k, v} }})
-	}
-	fs[0].need = "type: string (or integer, number, boolean)"
-	d.fields(v, what, fs)
+	keys := d.collect(v, what, argKeys(), "type: string (or integer, number, boolean, array)")
 	if e, ok := keys["type"]; ok {
 		a.Type = d.argType(e.v, what)
 	}
@@ -39,12 +39,35 @@ func (d *decoder) arg(k, v *yaml.Node) *Arg {
 	if !d.constraintsFit(a.Type, keys, what) {
 		return a
 	}
+	if a.Type == "array" {
+		d.arrayConstraints(a, v, keys, what)
+		return a
+	}
+	d.scalarConstraints(a, keys, what)
+	return a
+}
+
+// collect decodes the mapping n whose keys are among known, the first of
+// which (type) is required and added as need says.
+func (d *decoder) collect(n *yaml.Node, what string, known []string, need string) map[string]entry {
+	keys := make(map[string]entry)
+	var fs []field
+	for _, key := range known {
+		fs = append(fs, field{key: key, set: func(k, v *yaml.Node) { keys[key] = entry{k, v} }})
+	}
+	fs[0].need = need
+	d.fields(n, what, fs)
+	return keys
+}
+
+// scalarConstraints decodes the constraints of a string, integer, number
+// or boolean, which constraintsFit has accepted for its type.
+func (d *decoder) scalarConstraints(a *Arg, keys map[string]entry, what string) {
 	d.stringConstraints(a, keys, what)
 	d.rangeConstraints(a, keys, what)
 	if e, ok := keys["enum"]; ok {
 		a.Enum = d.enum(a, e.v, what)
 	}
-	return a
 }
 
 func (d *decoder) argType(n *yaml.Node, what string) string {
@@ -52,10 +75,10 @@ func (d *decoder) argType(n *yaml.Node, what string) string {
 	switch {
 	case !ok:
 		return ""
-	case s == "string" || s == "integer" || s == "number" || s == "boolean":
+	case s == "string" || s == "integer" || s == "number" || s == "boolean" || s == "array":
 		return s
 	}
-	d.errorf(n, "type %q of %s is not one of string, integer, number, boolean; use one of those (objects and arrays are never accepted)", truncate(s), what)
+	d.errorf(n, "type %q of %s is not one of string, integer, number, boolean, array; use one of those (objects are never accepted)", truncate(s), what)
 	return ""
 }
 
@@ -65,7 +88,7 @@ func (d *decoder) constraintsFit(typ string, keys map[string]entry, what string)
 	for _, key := range argKeys()[2:] {
 		e, present := keys[key]
 		if present && !fits(key, typ) {
-			d.errorf(e.k, "%q does not apply to %s of type %s; remove it (pattern, min_length and max_length apply to strings, min and max to integers and numbers)", key, what, typ)
+			d.errorf(e.k, "%q does not apply to %s of type %s; %s", key, what, typ, fitHelp(key, typ))
 			ok = false
 		}
 	}
@@ -78,8 +101,20 @@ func fits(key, typ string) bool {
 		return typ == "string"
 	case "min", "max":
 		return typ == "integer" || typ == "number"
+	case "items", "min_items", "max_items":
+		return typ == "array"
 	}
-	return true // enum: any type; its values are checked against it
+	return typ != "array" // enum: any scalar type; its values are checked against it
+}
+
+func fitHelp(key, typ string) string {
+	if typ == "array" {
+		return "put it under items, which holds the constraints every item must meet"
+	}
+	if key == "items" || key == "min_items" || key == "max_items" {
+		return "remove it (items, min_items and max_items apply to arrays)"
+	}
+	return "remove it (pattern, min_length and max_length apply to strings, min and max to integers and numbers)"
 }
 
 func (d *decoder) stringConstraints(a *Arg, keys map[string]entry, what string) {

@@ -60,6 +60,23 @@ func writeTool(b *bytes.Buffer, t *Tool) {
 
 func argFields(a *Arg) []string {
 	f := []string{"type: " + a.Type, "required: " + strconv.FormatBool(a.Required)}
+	if a.Type != "array" {
+		return append(f, constraintFields(a)...)
+	}
+	if a.Items != nil {
+		items := append([]string{"type: " + a.Items.Type}, constraintFields(a.Items)...)
+		f = append(f, "items: {"+strings.Join(items, ", ")+"}")
+	}
+	if a.MinItems != 0 {
+		f = append(f, "min_items: "+strconv.Itoa(a.MinItems))
+	}
+	return append(f, "max_items: "+strconv.Itoa(a.MaxItems))
+}
+
+// constraintFields returns the scalar constraints of an argument or of an
+// array's items.
+func constraintFields(a *Arg) []string {
+	var f []string
 	if a.Re != nil {
 		f = append(f, "pattern: "+quote(a.Pattern))
 	}

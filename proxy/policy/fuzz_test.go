@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,8 +56,34 @@ func FuzzParse(f *testing.F) {
 		if c2 := canonical(q); !bytes.Equal(c, c2) {
 			t.Fatalf("canonical form changed on re-parse:\n%s\n---\n%s", c, c2)
 		}
+		checkArgShapes(t, p)
 		Lint(p)
 	})
+}
+
+// checkArgShapes checks what the gate relies on in every argument of a
+// parsed policy: an array has scalar items and bounds within the limits;
+// any other argument has neither.
+func checkArgShapes(t *testing.T, p *Policy) {
+	t.Helper()
+	scalar := []string{"string", "integer", "number", "boolean"}
+	for _, s := range p.Servers {
+		for _, tool := range s.Tools {
+			for _, a := range tool.Args {
+				if a.Type != "array" {
+					if !slices.Contains(scalar, a.Type) || a.Items != nil || a.MinItems != 0 || a.MaxItems != 0 {
+						t.Fatalf("argument %q: type %q, items %v, bounds %d..%d", a.Name, a.Type, a.Items, a.MinItems, a.MaxItems)
+					}
+					continue
+				}
+				if a.Items == nil || !slices.Contains(scalar, a.Items.Type) || a.Items.Required || a.Items.Items != nil ||
+					a.MaxItems < 1 || a.MaxItems > MaxItemsLimit || a.MinItems < 0 || a.MinItems > a.MaxItems ||
+					a.Re != nil || a.Enum != nil || a.MinLength != nil || a.MaxLength != nil || a.Min != nil || a.Max != nil {
+					t.Fatalf("array argument %q: %+v, items %+v", a.Name, a, a.Items)
+				}
+			}
+		}
+	}
 }
 
 func checkFuzzErrors(t *testing.T, p *Policy, err error) {

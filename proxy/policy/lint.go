@@ -40,8 +40,9 @@ func (p Problem) String() string {
 //     old way, so a change to a member outside it (title, icons,
 //     outputSchema, execution, _meta) is not caught;
 //   - server.no_tools: a server allows no tools;
-//   - args.unbounded (a warning): a string argument has no pattern, enum or
-//     max_length, so it carries any text the gate's size limits allow;
+//   - args.unbounded (a warning): a string argument, or the string items of
+//     an array argument, have no pattern, enum or max_length, so they carry
+//     any text the gate's size limits allow;
 //   - name.acknowledged (Info, not a problem): a pinned tool acknowledges
 //     write words; every acknowledgement is listed, so that a reader sees
 //     each place the policy lets a write word through.
@@ -84,8 +85,11 @@ func lintTool(p *Policy, s *Server, t *Tool, add addFunc) {
 		add(t.Line, t.Column, "pin.schema_only", "tool %q of server %q is pinned by schema_sha256 alone, so a change to its title, icons, outputSchema, execution or _meta is not caught; pin it again to add definition_sha256", t.Name, s.Name)
 	}
 	for _, a := range t.Args {
-		if a.Type == "string" && a.Re == nil && a.Enum == nil && a.MaxLength == nil {
+		switch {
+		case unbounded(a):
 			add(a.Line, a.Column, "args.unbounded", "string argument %q of tool %q has no pattern, enum or max_length, so it carries any text; add max_length and, where the format is known, a pattern", a.Name, t.Name)
+		case a.Items != nil && unbounded(a.Items):
+			add(a.Items.Line, a.Items.Column, "args.unbounded", "the string items of array argument %q of tool %q have no pattern, enum or max_length, so each carries any text; add max_length under items and, where the format is known, a pattern", a.Name, t.Name)
 		}
 	}
 }
@@ -118,4 +122,10 @@ func quoteWords(ws []string) string {
 // prefix returns the first n bytes of s, or s if it is shorter.
 func prefix(s string, n int) string {
 	return s[:min(n, len(s))]
+}
+
+// unbounded reports whether a is a string with no pattern, enum or
+// max_length.
+func unbounded(a *Arg) bool {
+	return a.Type == "string" && a.Re == nil && a.Enum == nil && a.MaxLength == nil
 }

@@ -193,9 +193,9 @@ func manyArgs(n int) string {
 func argCases() []errorCase {
 	return []errorCase{
 		{"unknown arg key", argDoc("type: string\npatern: x"), []string{
-			`t.yaml:11:13: unknown key "patern" in argument "a" (known: type, required, pattern, min_length, max_length, min, max, enum)`}},
+			`t.yaml:11:13: unknown key "patern" in argument "a" (known: type, required, pattern, min_length, max_length, min, max, enum, items, min_items, max_items)`}},
 		{"missing type", argDoc("required: true"), []string{
-			`t.yaml:10:13: missing key "type" in argument "a"; add type: string (or integer, number, boolean)`}},
+			`t.yaml:10:13: missing key "type" in argument "a"; add type: string (or integer, number, boolean, array)`}},
 		{"bad type", argDoc("type: object"), []string{
 			`t.yaml:10:19: type "object" of argument "a" is not one of string, integer, number, boolean`}},
 		{"required yes", argDoc("type: string\nmax_length: 1\nrequired: yes"), []string{

@@ -48,7 +48,7 @@
 // included), so that a change to what the user sees or to how a call runs
 // is caught too (see package proxy/pin).
 //
-// An argument has a type (string, integer, number or boolean) and
+// An argument has a type (string, integer, number, boolean or array) and
 // optional constraints:
 //
 //   - required: true or false (default false);
@@ -61,6 +61,25 @@
 //   - enum: a non-empty list of distinct values of the argument's type that
 //     each satisfy the other constraints, stored as RFC 8785 canonical JSON
 //     text (`"USD"`, `5`, `2.5`, `true`).
+//
+// An array is a bounded list of scalars, for reads that take several ids,
+// for example
+//
+//	ids: { type: array, required: true, max_items: 20, items: { type: string, pattern: "tx_[0-9]{1,8}" } }
+//
+// Its keys besides type and required:
+//
+//   - items (required): the spec every item must meet, a mapping with a
+//     type (string, integer, number or boolean: never array, and objects
+//     are never accepted anywhere) and that type's constraints (pattern,
+//     min_length, max_length, min, max, enum), as above; required is not
+//     among its keys;
+//   - max_items (required): 1 to MaxItemsLimit (1000) items;
+//   - min_items: 0 (the default) to max_items items.
+//
+// pattern, min_length, max_length, min, max and enum do not apply to the
+// array itself (they go under items); items, min_items and max_items apply
+// to arrays only.
 //
 // The policy's identity is policy_sha256, the lower-case hex SHA-256 of
 // the file's bytes (Policy.SHA256).
@@ -143,11 +162,12 @@ type Tool struct {
 	Column      int
 }
 
-// Arg is the specification of one argument of a tool.
+// Arg is the specification of one argument of a tool, or of every item of
+// an array argument (its Items).
 type Arg struct {
 	Name      string
-	Type      string // "string", "integer", "number" or "boolean"
-	Required  bool
+	Type      string         // "string", "integer", "number", "boolean" or "array"
+	Required  bool           // always false for Items
 	Pattern   string         // as written, "" if none
 	Re        *regexp.Regexp // Pattern compiled as ^(?:Pattern)$, nil if none
 	MinLength *int
@@ -156,7 +176,19 @@ type Arg struct {
 	Max       *float64
 	// Enum holds the RFC 8785 canonical JSON text of each allowed value
 	// (for example `"USD"`, `5`, `true`); nil if the argument has no enum.
-	Enum   []string
-	Line   int
-	Column int
+	Enum []string
+	// Items, for an array, is the spec each item must meet: a scalar type
+	// and its constraints, Required false. nil for other types.
+	Items *Arg
+	// MinItems and MaxItems bound an array's length: 0 <= MinItems <=
+	// MaxItems, 1 <= MaxItems <= MaxItemsLimit. Both 0 for other types.
+	MinItems int
+	MaxItems int
+	Line     int // position of the argument's key (of "items" for Items)
+	Column   int
 }
+
+// MaxItemsLimit is the largest max_items a policy may give an array. A
+// read that needs more ids in one call is better split; the gate's 64 KiB
+// limit on a call's arguments holds anyway.
+const MaxItemsLimit = 1000
