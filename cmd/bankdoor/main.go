@@ -6,7 +6,8 @@
 // Usage:
 //
 //	bankdoor keygen [--dir DIR] [--force]
-//	bankdoor pin [--policy P --server S --write] -- CMD ARGS...
+//	bankdoor pin [--policy P --server S --write] [--hashes] (-- CMD ARGS... | --url URL)
+//	bankdoor init [--server S] [--id ID] (-- CMD ARGS... | --url URL)
 //	bankdoor lint --policy P
 //	bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
 //	bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
@@ -39,7 +40,8 @@ const usage = `bankdoor: an allowlist proxy for financial MCP servers
 
 Usage:
     bankdoor keygen [--dir DIR] [--force]
-    bankdoor pin [--policy P --server S --write] -- CMD ARGS...
+    bankdoor pin [--policy P --server S --write] [--hashes] (-- CMD ARGS... | --url URL)
+    bankdoor init [--server S] [--id ID] (-- CMD ARGS... | --url URL)
     bankdoor lint --policy P
     bankdoor decide --policy P --server S --tool T [--args JSON] [--tools-file LIST.json]
     bankdoor proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH] -- CMD ARGS...
@@ -89,6 +91,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"keygen":  cmdKeygen,
 		"pin":     cmdPin,
+		"init":    cmdInit,
 		"lint":    cmdLint,
 		"decide":  cmdDecide,
 		"proxy":   cmdProxy,
