@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bankdoor/bankdoor/proxy/draft"
@@ -18,16 +17,9 @@ func cmdInit(e *env, args []string) int {
 	server := fs.String("server", "bank", "the server's name in the policy (what proxy --server will name)")
 	id := fs.String("id", "", "the policy's id (default: SERVER-readonly)")
 	var df downFlags
-	df.register(fs.FlagSet)
-	pos, argv, code, ok := parse(fs, args)
+	argv, code, ok := parseServer(e, fs, &df, args, "bankdoor init -- bankmcp > policy.yaml")
 	if !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. bankdoor init -- bankmcp > policy.yaml"))
-	}
-	if err := df.check(argv, os.Getenv); err != nil {
-		return exitErr(e, exitUsage, err)
 	}
 	if *id == "" {
 		*id = *server + "-readonly"

@@ -23,16 +23,9 @@ func cmdPin(e *env, args []string) int {
 	write := fs.Bool("write", false, "write the pins of the policy's allowlisted tools into the policy file, keeping its comments")
 	hashes := fs.Bool("hashes", false, "print only \"schema_sha256 name\" per tool, not the definitions")
 	var df downFlags
-	df.register(fs.FlagSet)
-	pos, argv, code, ok := parse(fs, args)
+	argv, code, ok := parseServer(e, fs, &df, args, "bankdoor pin -- bankmcp")
 	if !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. bankdoor pin -- bankmcp"))
-	}
-	if err := df.check(argv, os.Getenv); err != nil {
-		return exitErr(e, exitUsage, err)
 	}
 	if *write && (*policyPath == "" || *server == "") {
 		return fs.usageErr("--write needs --policy P and --server S")
@@ -61,6 +54,24 @@ func cmdPin(e *env, args []string) int {
 		return exitOK
 	}
 	return writePins(e, p, *server, pins)
+}
+
+// parseServer parses the flags of a command that reaches one bank server,
+// by its command after -- or by --url (df), and checks them; example is
+// how the command is run.
+func parseServer(e *env, fs *flags, df *downFlags, args []string, example string) (argv []string, code int, ok bool) {
+	df.register(fs.FlagSet)
+	pos, argv, code, ok := parse(fs, args)
+	if !ok {
+		return nil, code, false
+	}
+	if len(pos) > 0 {
+		return nil, exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. %s", example)), false
+	}
+	if err := df.check(argv, os.Getenv); err != nil {
+		return nil, exitErr(e, exitUsage, err), false
+	}
+	return argv, 0, true
 }
 
 // listTools starts the bank server (or connects to --url), lists every
