@@ -2,7 +2,9 @@ package pin
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +21,12 @@ func TestFetchDeclaresCapabilities(t *testing.T) {
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			caps := req.Session.InitializeParams().Capabilities
-			if caps != nil && caps.Elicitation != nil && caps.Sampling != nil && caps.Roots.ListChanged {
+			// The capabilities as the client sent them (the SDK's fields for
+			// roots and sampling are deprecated, their JSON is not).
+			raw, _ := json.Marshal(req.Session.InitializeParams().Capabilities)
+			var caps map[string]json.RawMessage
+			json.Unmarshal(raw, &caps)
+			if caps["elicitation"] != nil && caps["sampling"] != nil && strings.Contains(string(caps["roots"]), `"listChanged":true`) {
 				srv.AddTool(&mcp.Tool{Name: "ask_user", InputSchema: map[string]any{"type": "object"}},
 					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 						return &mcp.CallToolResult{}, nil
