@@ -170,4 +170,3 @@ func TestRelatedOnPOSTStream(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
