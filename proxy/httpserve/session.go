@@ -68,8 +68,9 @@ func (s *session) ReadFrame() ([]byte, error) {
 // WriteFrame implements proxy.AgentSide: an answer goes to the POST that
 // awaits it (an answer with a null id to the frame being handled, which is
 // the one the relay could not read an id from: the relay answers each
-// frame it cannot read before it reads the next), anything else to the
-// GET stream.
+// frame it cannot read before it reads the next), and is dropped if that
+// POST has returned (the transport spec forbids answers on the GET
+// stream); anything else goes to the GET stream.
 func (s *session) WriteFrame(msg []byte) error {
 	msg = append([]byte(nil), msg...)
 	if key, ok := answerKey(msg); ok {
@@ -80,9 +81,10 @@ func (s *session) WriteFrame(msg []byte) error {
 		w := s.waiters[key]
 		delete(s.waiters, key)
 		s.mu.Unlock()
-		if w != nil && w.put(postMsg{msg: msg, answer: true}) {
-			return nil
+		if w != nil {
+			w.put(postMsg{msg: msg, answer: true})
 		}
+		return nil
 	}
 	s.toStream(msg)
 	return nil
