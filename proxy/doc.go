@@ -71,6 +71,11 @@
 // streamable HTTP its own AgentSide and calls RunAgent. The relay is the
 // same for both.
 //
+// The bank server's side is an mcp.Connection: a child process over stdio
+// (mcp.CommandTransport), or a remote server over MCP streamable HTTP
+// (DialHTTP). Either way each jsonrpc.Response.Result is relayed as the
+// bytes the server sent, so pins hash what the server sent.
+//
 // # Related messages
 //
 // Over streamable HTTP an agent's request may be answered with a stream
@@ -85,8 +90,9 @@
 //   - notifications/message, and a request of the server (sampling,
 //     elicitation, roots), relates to the agent's request open at the
 //     server if there is exactly one: the server sent it while handling
-//     that request, as the SDKs' servers relate it over HTTP; with two
-//     or more open no stdio server says which, so it relates to none;
+//     that request (a server over HTTP, such as the Go SDK's, relates a
+//     message by the request whose handler sends it; over stdio nothing
+//     says which), so with two or more open it relates to none;
 //   - anything else (list changes, resource updates), a message of an
 //     unknown or answered progress token, and a message while none of the
 //     agent's requests is open, relates to none.
@@ -96,12 +102,9 @@
 // answer to a request is written after every message the server sent
 // before it, since both are written from the one goroutine that reads
 // the server. Over stdio every message goes to the one output, in that
-// same order.
-//
-// The bank server's side is an mcp.Connection: a child process over stdio
-// (mcp.CommandTransport), or a remote server over MCP streamable HTTP
-// (DialHTTP). Either way each jsonrpc.Response.Result is relayed as the
-// bytes the server sent, so pins hash what the server sent.
+// same order. A bank server over HTTP (DialHTTP) is no different: the
+// SDK's connection hands the relay the messages of all its streams as
+// one sequence, so the rules above decide there too.
 //
 // # Streamable HTTP to the bank
 //
