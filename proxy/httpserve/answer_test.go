@@ -8,7 +8,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -168,5 +170,53 @@ func TestRelatedOnPOSTStream(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil && err != io.EOF {
 		t.Fatal(err)
+	}
+}
+
+// TestSessionRouting: what the relay writes goes, in order, to the POST
+// of its request (related messages only to a POST that accepts
+// text/event-stream), else to the GET stream; an answer whose POST has
+// returned is dropped, never put on the GET stream.
+func TestSessionRouting(t *testing.T) {
+	s := newSession("s", "alice", time.Now())
+	events, _ := s.await("1", true)
+	jsonOnly, _ := s.await(`"j"`, false)
+	gone, _ := s.await("2", true)
+	s.forget("2", gone)
+
+	progress := func(n int) []byte {
+		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d}}`, n))
+	}
+	s.WriteRelated(progress(1), jsontext.Value("1"))
+	s.WriteRelated(progress(2), jsontext.Value(`"j"`))
+	s.WriteRelated(progress(3), jsontext.Value("2"))
+	s.WriteRelated(progress(4), jsontext.Value("1"))
+	s.WriteFrame([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
+	s.WriteFrame([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	s.WriteFrame([]byte(`{"jsonrpc":"2.0","id":"j","result":{}}`))
+	s.WriteFrame([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
+
+	drain := func(c chan postMsg) []string {
+		var out []string
+		for len(c) > 0 {
+			m := <-c
+			out = append(out, fmt.Sprintf("%v %s", m.answer, m.msg))
+		}
+		return out
+	}
+	want := []string{"false " + string(progress(1)), "false " + string(progress(4)), `true {"jsonrpc":"2.0","id":1,"result":{}}`}
+	if got := drain(events.msgs); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the POST accepting events got %q, want %q", got, want)
+	}
+	if got := drain(jsonOnly.msgs); fmt.Sprint(got) != fmt.Sprint([]string{`true {"jsonrpc":"2.0","id":"j","result":{}}`}) {
+		t.Errorf("the POST accepting JSON only got %q, want its answer alone", got)
+	}
+	var stream []string
+	for len(s.stream) > 0 {
+		stream = append(stream, string(<-s.stream))
+	}
+	want = []string{string(progress(2)), string(progress(3)), `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`}
+	if fmt.Sprint(stream) != fmt.Sprint(want) {
+		t.Errorf("the GET stream got %q, want %q (no answer)", stream, want)
 	}
 }
