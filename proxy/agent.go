@@ -141,7 +141,7 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 	if !r.reserve(f) {
 		return
 	}
-	p := &pending{agentID: f.id, method: f.method, evidence: denial{argsSHA256: sha256Hex(f.raw)}}
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), evidence: denial{argsSHA256: sha256Hex(f.raw)}}
 	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
 	}
@@ -244,10 +244,11 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 		}
 	}
 	params := jsonobj.Object{{Name: "name", Value: quote(call.Tool)}, {Name: "arguments", Value: d.Args}}
-	if tok := progressToken(f.params); tok != nil {
+	tok := progressToken(f.params)
+	if tok != nil {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
-	p := &pending{agentID: f.id, method: f.method, answered: make(chan struct{}),
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}),
 		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)
@@ -429,8 +430,8 @@ func validMeta(meta jsontext.Value) bool {
 	return tok == nil || validID(tok)
 }
 
-// progressToken returns _meta.progressToken of tools/call params, or nil.
-// It is the only member of _meta the relay forwards.
+// progressToken returns _meta.progressToken of a request's params, or
+// nil. Of a tools/call's _meta, it is the only member the relay forwards.
 func progressToken(params jsontext.Value) jsontext.Value {
 	obj, err := jsonobj.ParseLenient(params)
 	if err != nil {

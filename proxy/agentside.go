@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // An AgentSide is the agent's end of one session: it carries one JSON-RPC
@@ -20,6 +22,18 @@ type AgentSide interface {
 	ReadFrame() ([]byte, error)
 	// WriteFrame sends one message to the agent. An error stops the relay.
 	WriteFrame(msg []byte) error
+}
+
+// A RelatedWriter is an AgentSide that can send a message on the stream
+// of the agent's request it relates to, as MCP streamable HTTP does when
+// it answers a POST with text/event-stream. The relay calls WriteRelated
+// instead of WriteFrame for a message of the server related to one of the
+// agent's requests still open at the server (see "Related messages" in
+// the package doc): id is that request's id, as the agent sent it. The
+// relay writes the request's related messages, then its answer, in the
+// order the server sent them, one frame at a time.
+type RelatedWriter interface {
+	WriteRelated(msg []byte, id jsontext.Value) error
 }
 
 // FrameTooLargeError is a message longer than the agent side accepts. The

@@ -76,6 +76,36 @@
 // (DialHTTP). Either way each jsonrpc.Response.Result is relayed as the
 // bytes the server sent, so pins hash what the server sent.
 //
+// # Related messages
+//
+// Over streamable HTTP an agent's request may be answered with a stream
+// that carries, before the answer, the messages of the server related to
+// that request. The relay decides which request, if any, each message of
+// the server relates to, as it reads them, in order, and writes a related
+// message with RelatedWriter.WriteRelated when the AgentSide has it:
+//
+//   - notifications/progress relates to the agent's request open at the
+//     server whose _meta.progressToken it carries (compared in canonical
+//     JSON, RFC 8785), if exactly one has it;
+//   - notifications/message, and a request of the server (sampling,
+//     elicitation, roots), relates to the agent's request open at the
+//     server if there is exactly one: the server sent it while handling
+//     that request (a server over HTTP, such as the Go SDK's, relates a
+//     message by the request whose handler sends it; over stdio nothing
+//     says which), so with two or more open it relates to none;
+//   - anything else (list changes, resource updates), a message of an
+//     unknown or answered progress token, and a message while none of the
+//     agent's requests is open, relates to none.
+//
+// Open at the server means sent to it and not yet answered: tools/calls
+// waiting for their turn and the relay's own requests do not count. The
+// answer to a request is written after every message the server sent
+// before it, since both are written from the one goroutine that reads
+// the server. Over stdio every message goes to the one output, in that
+// same order. A bank server over HTTP (DialHTTP) is no different: the
+// SDK's connection hands the relay the messages of all its streams as
+// one sequence, so the rules above decide there too.
+//
 // # Streamable HTTP to the bank
 //
 // DialHTTP speaks the streamable HTTP transport of MCP 2025-03-26 and

@@ -92,9 +92,13 @@ type Relay struct {
 
 // pending is a request sent to the server and not yet answered.
 type pending struct {
-	agentID jsontext.Value         // the agent's id; nil for the relay's own requests
-	method  string                 // for response handling
-	done    chan *jsonrpc.Response // the relay's own requests only
+	agentID jsontext.Value // the agent's id; nil for the relay's own requests
+	method  string         // for response handling
+	// progress is the canonical form of the request's
+	// _meta.progressToken, "" if none: the server's progress
+	// notifications carrying it relate to this request.
+	progress string
+	done     chan *jsonrpc.Response // the relay's own requests only
 	// answered is closed when a forwarded tools/call is answered (or can
 	// no longer be): callLoop waits for it before the next call.
 	answered chan struct{}

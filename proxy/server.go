@@ -183,7 +183,56 @@ func (r *Relay) notifyAgent(m *jsonrpc.Request, sid jsonrpc.ID) {
 		r.serverReqs[string(id)] = sid
 		r.mu.Unlock()
 	}
-	r.writeAgent(envelope(id, jsonobj.Member{Name: "method", Value: quote(m.Method)}, jsonobj.Member{Name: "params", Value: jsontext.Value(m.Params)}))
+	msg := envelope(id, jsonobj.Member{Name: "method", Value: quote(m.Method)}, jsonobj.Member{Name: "params", Value: jsontext.Value(m.Params)})
+	r.writeRelated(msg, r.relatedTo(m))
+}
+
+// relatedTo returns the id of the agent's request that the server's
+// message m relates to, or nil if none (see "Related messages" in the
+// package doc). It is called on serverLoop, in the order the server's
+// messages arrive, so a request is still open for every message the
+// server sent before answering it.
+func (r *Relay) relatedTo(m *jsonrpc.Request) jsontext.Value {
+	token := ""
+	switch {
+	case m.Method == "notifications/progress":
+		obj, err := jsonobj.ParseLenient(m.Params)
+		if err != nil {
+			return nil
+		}
+		if token = canonical(obj.Get("progressToken")); token == "" {
+			return nil
+		}
+	case m.Method != "notifications/message" && !m.ID.IsValid():
+		return nil // a change of the server's lists or resources: the session's
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var id jsontext.Value
+	n := 0
+	for _, p := range r.pending {
+		if p.agentID != nil && (token == "" || p.progress == token) {
+			id, n = p.agentID, n+1
+		}
+	}
+	if n != 1 {
+		return nil
+	}
+	return id
+}
+
+// canonical returns the canonical form (RFC 8785) of a JSON value, so that
+// a progress token echoed with other escapes or number spelling still
+// matches; "" for nil or invalid JSON.
+func canonical(v jsontext.Value) string {
+	if v == nil {
+		return ""
+	}
+	c := jsontext.Value(bytes.Clone(v))
+	if c.Canonicalize() != nil {
+		return ""
+	}
+	return string(c)
 }
 
 // filterToolsList keeps the tools that pass checks 1–5, byte for byte,

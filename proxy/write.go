@@ -33,10 +33,21 @@ func quote(s string) []byte {
 }
 
 // writeAgent writes one message to the agent.
-func (r *Relay) writeAgent(msg []byte) {
+func (r *Relay) writeAgent(msg []byte) { r.writeRelated(msg, nil) }
+
+// writeRelated writes one message to the agent, on the stream of the
+// agent's request id if the agent side has such streams (RelatedWriter)
+// and id is not nil.
+func (r *Relay) writeRelated(msg []byte, id jsontext.Value) {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
-	if err := r.agent.WriteFrame(msg); err != nil {
+	var err error
+	if rw, ok := r.agent.(RelatedWriter); ok && id != nil {
+		err = rw.WriteRelated(msg, id)
+	} else {
+		err = r.agent.WriteFrame(msg)
+	}
+	if err != nil {
 		r.stop(errors.Join(errors.New("writing to the agent"), err))
 	}
 }

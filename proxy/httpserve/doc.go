@@ -60,10 +60,35 @@
 // application/json, including the gate's denials (a JSON-RPC error naming
 // the rule and the receipt); a POSTed notification or answer with 202 and
 // no body. The answer to initialize carries the new session's
-// Mcp-Session-Id (128 random bits, hex). GET opens the session's
-// notification stream (text/event-stream; each message one "message"
-// event): the bank server's notifications and requests relayed by the
-// gate. Up to 64 wait while no stream is open; later ones are dropped.
+// Mcp-Session-Id (128 random bits, hex).
+//
+// When the bank server sends messages related to a POSTed request before
+// answering it (the relay decides which, see "Related messages" in
+// package proxy: progress carrying the request's progressToken; a log
+// message or a request of the server while it is the session's only
+// request at the bank server), and the POST's Accept lists
+// text/event-stream, the POST is answered with 200 as text/event-stream
+// instead (transport spec, "Sending Messages to the Server"): each related
+// message as it comes, then the JSON-RPC answer, each one "message" event,
+// and the stream ends after the answer. The answer to the agent therefore
+// comes after everything the bank server sent about its request, in the
+// order sent, as over stdio. A request with no related message, a denied
+// one included, stays application/json: the choice is made by the first
+// message for the POST. If the POST's Accept lacks text/event-stream, its
+// related messages go to the GET stream, as do those of a POST that has
+// already returned. Up to 64 related messages wait for a POST's stream;
+// past that the relay waits for the POST to take them (over stdio it
+// would wait for the agent to read them). Streams are not resumable: no
+// event has an id, so there is no priming event and no Last-Event-ID
+// replay. A POST that disconnects does not cancel its request (the agent
+// sends notifications/cancelled for that); its answer, having no stream
+// to go to, is dropped, never sent on the GET stream.
+//
+// GET opens the session's notification stream (text/event-stream; each
+// message one "message" event): the bank server's notifications and
+// requests relayed by the gate that relate to no open request (list
+// changes, resource updates, and the messages above that found no POST
+// stream). Up to 64 wait while no stream is open; later ones are dropped.
 // DELETE ends the session (204): its relay drains and closes the bank
 // server's session.
 //

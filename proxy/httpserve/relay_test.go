@@ -76,7 +76,14 @@ func (b *bankServer) received() []string {
 // the gate, rec) in front of bank, over in-memory bank sessions.
 func newRelayServer(t *testing.T, bank *bankServer, rec proxy.Recorder, maxBody int64) *httptest.Server {
 	t.Helper()
-	pol, err := policy.Parse("httpserve-test.yaml", []byte("version: 1\nid: httpserve-test\ndefault: deny\nservers:\n  bank:\n    tools: {}\n"))
+	return newPolicyServer(t, bank.srv, "version: 1\nid: httpserve-test\ndefault: deny\nservers:\n  bank:\n    tools: {}\n", rec, maxBody)
+}
+
+// newPolicyServer serves agents with real relays (policy y, the gate,
+// rec) in front of bank, over in-memory bank sessions.
+func newPolicyServer(t *testing.T, bank *mcp.Server, y string, rec proxy.Recorder, maxBody int64) *httptest.Server {
+	t.Helper()
+	pol, err := policy.Parse("httpserve-test.yaml", []byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +93,7 @@ func newRelayServer(t *testing.T, bank *bankServer, rec proxy.Recorder, maxBody 
 	}
 	s := New(Config{Tokens: tokens, MaxBody: maxBody, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
-		if _, err := bank.srv.Connect(ctx, st, nil); err != nil {
+		if _, err := bank.Connect(ctx, st, nil); err != nil {
 			return err
 		}
 		down, err := ct.Connect(ctx)

@@ -1,7 +1,6 @@
 package httpserve
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -301,27 +300,17 @@ func (s *Server) unreadable(w http.ResponseWriter, r *http.Request, agent string
 	return s.call(w, r, ss, f, herr.status)
 }
 
-// call relays a request and writes its answer with status.
+// call relays a request and writes its answer with status (answer.go).
 func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inFrame, status int) *httpError {
-	answer, ok := ss.await(f.key)
+	wt, ok := ss.await(f.key, acceptsEvents(r))
 	if !ok {
 		return &httpError{http.StatusConflict, fmt.Sprintf("request id %s is already in use by an open request of this session", f.key)}
 	}
-	defer ss.forget(f.key)
+	defer ss.forget(f.key, wt)
 	if !ss.send(f) {
 		return ended(ss)
 	}
-	select {
-	case msg := <-answer:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(msg)
-		return nil
-	case <-ss.done:
-		return ended(ss)
-	case <-r.Context().Done():
-		return nil
-	}
+	return answer(w, r, ss, wt, status)
 }
 
 func ended(ss *session) *httpError {
@@ -391,9 +380,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, agent string) *http
 	for {
 		select {
 		case msg := <-ss.stream:
-			// A raw result may hold newlines; each line is its own data field.
-			fmt.Fprintf(w, "event: message\ndata: %s\n\n", bytes.ReplaceAll(msg, []byte("\n"), []byte("\ndata: ")))
-			flush(w)
+			writeEvent(w, msg)
 		case <-ss.closing:
 			return nil
 		case <-ss.done:

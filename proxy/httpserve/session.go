@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/bankdoor/bankdoor/internal/jsonobj"
 )
 
@@ -37,16 +39,16 @@ type session struct {
 	nulls atomic.Uint64 // numbers the keys of frames answered with id null
 
 	mu        sync.Mutex
-	waiters   map[string]chan []byte // answers awaited by POSTs, by id key
-	current   string                 // id key of the frame the relay handles now
-	stream    chan []byte            // messages for the GET stream
-	streaming bool                   // a GET stream is open
+	waiters   map[string]*waiter // POSTs awaiting their answers, by id key
+	current   string             // id key of the frame the relay handles now
+	stream    chan []byte        // messages for the GET stream
+	streaming bool               // a GET stream is open
 	lastSeen  time.Time
 }
 
 func newSession(id, agent string, now time.Time) *session {
 	return &session{id: id, agent: agent, in: make(chan inFrame), closing: make(chan struct{}),
-		done: make(chan struct{}), waiters: make(map[string]chan []byte),
+		done: make(chan struct{}), waiters: make(map[string]*waiter),
 		stream: make(chan []byte, streamBuffer), lastSeen: now}
 }
 
@@ -66,8 +68,9 @@ func (s *session) ReadFrame() ([]byte, error) {
 // WriteFrame implements proxy.AgentSide: an answer goes to the POST that
 // awaits it (an answer with a null id to the frame being handled, which is
 // the one the relay could not read an id from: the relay answers each
-// frame it cannot read before it reads the next), anything else to the
-// GET stream.
+// frame it cannot read before it reads the next), and is dropped if that
+// POST has returned (the transport spec forbids answers on the GET
+// stream); anything else goes to the GET stream.
 func (s *session) WriteFrame(msg []byte) error {
 	msg = append([]byte(nil), msg...)
 	if key, ok := answerKey(msg); ok {
@@ -79,15 +82,36 @@ func (s *session) WriteFrame(msg []byte) error {
 		delete(s.waiters, key)
 		s.mu.Unlock()
 		if w != nil {
-			w <- msg
-			return nil
+			w.put(postMsg{msg: msg, answer: true})
 		}
+		return nil
 	}
+	s.toStream(msg)
+	return nil
+}
+
+// WriteRelated implements proxy.RelatedWriter: a message related to the
+// agent's request id goes on that request's POST if the POST awaits its
+// answer and accepts text/event-stream, else on the GET stream.
+func (s *session) WriteRelated(msg []byte, id jsontext.Value) error {
+	msg = append([]byte(nil), msg...)
+	s.mu.Lock()
+	w := s.waiters[string(id)]
+	s.mu.Unlock()
+	if w != nil && w.events && w.put(postMsg{msg: msg}) {
+		return nil
+	}
+	s.toStream(msg)
+	return nil
+}
+
+// toStream queues msg for the GET stream, or drops it if streamBuffer
+// messages wait already.
+func (s *session) toStream(msg []byte) {
 	select {
 	case s.stream <- msg:
 	default:
 	}
-	return nil
 }
 
 // nullKey returns a fresh key for a frame the relay answers with id null.
@@ -105,23 +129,28 @@ func answerKey(msg []byte) (string, bool) {
 	return string(obj.Get("id")), true
 }
 
-// await registers a POST waiting for the answer to id key; false if a
-// request with that id is already open.
-func (s *session) await(key string) (chan []byte, bool) {
+// await registers a POST waiting for the answer to id key (events: it
+// accepts text/event-stream); false if a request with that id is already
+// open.
+func (s *session) await(key string, events bool) (*waiter, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, busy := s.waiters[key]; busy {
 		return nil, false
 	}
-	c := make(chan []byte, 1)
-	s.waiters[key] = c
-	return c, true
+	w := newWaiter(events)
+	s.waiters[key] = w
+	return w, true
 }
 
-func (s *session) forget(key string) {
+// forget unregisters a POST that returns, answered or not.
+func (s *session) forget(key string, w *waiter) {
 	s.mu.Lock()
-	delete(s.waiters, key)
+	if s.waiters[key] == w {
+		delete(s.waiters, key)
+	}
 	s.mu.Unlock()
+	w.leave()
 }
 
 // send hands a frame to the relay; false if the session is over.
