@@ -4,12 +4,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,4 +271,129 @@ func TestE2EListenMTLS(t *testing.T) {
 	alice := (&proxy.HTTPServer{URL: p.URL, RootCAs: serverCA.Pool(), Header: http.Header{"Authorization": {"Bearer " + toks["alice"]}}}).Client()
 	readAndBeDenied(t, p, f, map[string]*http.Client{"alice": alice, "carol": presenting(agentCA.Issue(t, "carol"))})
 	checkAgentChains(t, w, map[string]int{"alice": 2, "carol": 2})
+}
+
+// TestE2EListenAbandonedSessions: 200 sessions of two agents, opened and
+// abandoned without DELETE (as the TypeScript SDK's close() and the
+// conformance runner leave them), against --max-sessions 3 and
+// --max-bank-sessions 4: every new session is served (the least recently
+// used idle one is evicted for it), the bank processes the proxy runs
+// never outnumber 4, and a request outside a session leaves a receipt in
+// its agent's chain that verifies.
+func TestE2EListenAbandonedSessions(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--max-sessions", "3", "--max-bank-sessions", "4")
+	agents := []string{"alice", "bob"}
+	most := 0
+	for i := range 200 {
+		tok := toks[agents[i%2]]
+		sid := openListSession(t, p.URL, tok)
+		if sid == "" {
+			t.Fatalf("session %d was not served\n%s", i, p.Stderr())
+		}
+		n := childProcesses(t, p.Pid())
+		most = max(most, n)
+		if n > 4 {
+			t.Fatalf("after session %d the proxy runs %d bank processes, want at most 4", i, n)
+		}
+	}
+	t.Logf("200 abandoned sessions: at most %d bank processes at once; proxy %s", most, procRSS(t, p.Pid()))
+	for _, agent := range agents {
+		status, body := postJSON(t, p.URL, toks[agent], "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_accounts"}}`)
+		if status != 400 || !strings.Contains(body, "session.missing") || !strings.Contains(body, "receipt 000001.json") {
+			t.Errorf("%s: a call without a session: %d %q, want 400 naming session.missing and its receipt", agent, status, body)
+		}
+	}
+	stopListening(t, p)
+	checkAgentChains(t, w, map[string]int{"alice": 1, "bob": 1})
+}
+
+// openListSession initializes a session at url with token, lists the
+// tools in it, and returns its id ("" if any step was refused).
+func openListSession(t *testing.T, url, token string) string {
+	t.Helper()
+	status, _, sid := post(t, url, token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"abandoner","version":"1"}}}`)
+	if status != 200 || sid == "" {
+		return ""
+	}
+	if status, _ := postJSON(t, url, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
+		return ""
+	}
+	if status, body := postJSON(t, url, token, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); status != 200 || !strings.Contains(body, "list_accounts") {
+		return ""
+	}
+	return sid
+}
+
+func postJSON(t *testing.T, url, token, sid, body string) (int, string) {
+	t.Helper()
+	status, b, _ := post(t, url, token, sid, body)
+	return status, b
+}
+
+// post POSTs body to url as agent token in session sid (none if ""), and
+// returns the status, the body and the Mcp-Session-Id of the answer.
+func post(t *testing.T, url, token, sid, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id")
+}
+
+// childProcesses counts the processes whose parent is pid, zombies
+// included, from /proc.
+func childProcesses(t *testing.T, pid int) int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			n++
+		}
+	}
+	return n
+}
+
+// procRSS returns the VmRSS line of pid's /proc status.
+func procRSS(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if strings.HasPrefix(l, "VmRSS:") {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	return "VmRSS unknown"
 }

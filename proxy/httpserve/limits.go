@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,17 +39,25 @@ const (
 
 // lookup returns the open session named by the Mcp-Session-Id header, held
 // for the request (see find); a request without one is refused, and the
-// refusal leaves a receipt in the agent's chain.
-func (s *Server) lookup(r *http.Request, agent string) (*session, *httpError) {
+// refusal leaves a receipt in the agent's chain, whose args_sha256 is the
+// SHA-256 of body (the POST's, nil for GET and DELETE), as for a frame the
+// relay cannot read.
+func (s *Server) lookup(r *http.Request, agent string, body []byte) (*session, *httpError) {
 	ss, herr := s.find(r, agent)
 	if herr != nil {
 		rule := RuleSessionUnknown
 		if herr.status == http.StatusBadRequest {
 			rule = RuleSessionMissing
 		}
-		s.recordRefusal(agent, r.Method, rule, herr)
+		s.recordRefusal(agent, rule, proxy.Event{Decision: "deny", Rule: rule,
+			Reason: r.Method + ": " + herr.msg, ArgsSHA256: sha256Hex(body)}, herr)
 	}
 	return ss, herr
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // find returns the open session named by the Mcp-Session-Id header, held
@@ -235,16 +244,16 @@ func (s *Server) readLimited(w http.ResponseWriter, r *http.Request) ([]byte, *h
 	return body, nil
 }
 
-// recordRefusal writes the receipt of a refusal outside a session, with
-// rule, in agent's chain and names it in the refusal's message.
-func (s *Server) recordRefusal(agent, method, rule string, herr *httpError) {
+// recordRefusal records ev, the refusal herr of a request outside a
+// session, in agent's chain and names its receipt in herr's message.
+func (s *Server) recordRefusal(agent, rule string, ev proxy.Event, herr *httpError) {
 	if s.cfg.Recorder == nil {
 		return
 	}
 	rec, err := s.cfg.Recorder(agent)
 	var id string
 	if err == nil {
-		id, err = rec.Record(proxy.Event{Decision: "deny", Rule: rule, Reason: method + ": " + herr.msg})
+		id, err = rec.Record(ev)
 	}
 	if err != nil {
 		s.cfg.Logger.Error("recording a refusal", "agent", agent, "rule", rule, "err", err)

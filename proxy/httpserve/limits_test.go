@@ -2,6 +2,8 @@ package httpserve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -254,6 +256,10 @@ func TestRefusalOutsideSession(t *testing.T) {
 		if got := fmt.Sprint(rec.rules()); got != want[agent] {
 			t.Errorf("%s's receipts: %s, want %s", agent, got, want[agent])
 		}
+	}
+	ev := recs["alice"].events[0]
+	if sum := sha256.Sum256([]byte(call)); ev.ArgsSHA256 != hex.EncodeToString(sum[:]) || !strings.HasPrefix(ev.Reason, "POST: missing Mcp-Session-Id") {
+		t.Errorf("alice's first receipt: %+v, want args_sha256 of the body and a reason naming POST", ev)
 	}
 }
 

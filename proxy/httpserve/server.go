@@ -29,7 +29,7 @@ type Config struct {
 	ClientCerts bool
 	// Origins are the accepted values of the Origin header (DNS-rebinding
 	// protection); a request without one (not from a browser) is accepted.
-	Origins     []string
+	Origins []string
 	MaxBody int64 // largest POST body; 0 means DefaultMaxBody
 	// BodyTimeout bounds the reading of a POST body, from the handler's
 	// start; 0 means DefaultBodyTimeout.
@@ -145,7 +145,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		herr = s.get(w, r, agent)
 	case http.MethodDelete:
 		var ss *session
-		if ss, herr = s.lookup(r, agent); herr == nil {
+		if ss, herr = s.lookup(r, agent, nil); herr == nil {
 			ss.close() // it leaves the table when its relay returns
 			ss.release()
 			w.WriteHeader(http.StatusNoContent)
@@ -232,7 +232,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 			return herr
 		}
 		w.Header().Set("Mcp-Session-Id", ss.id)
-	} else if ss, herr = s.lookup(r, agent); herr != nil {
+	} else if ss, herr = s.lookup(r, agent, body); herr != nil {
 		return herr
 	} else if method == "initialize" {
 		ss.release()
@@ -304,7 +304,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, agent string) *http
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return &httpError{http.StatusNotAcceptable, "GET serves the notification stream: send Accept: text/event-stream"}
 	}
-	ss, herr := s.lookup(r, agent)
+	ss, herr := s.lookup(r, agent, nil)
 	if herr != nil {
 		return herr
 	}
