@@ -22,7 +22,7 @@ const (
 	DefaultIdleTimeout     = 2 * time.Minute
 	DefaultMaxSessions     = 16
 	DefaultMaxBankSessions = 64
-	DefaultMaxRequests     = 32
+	DefaultMaxRequests     = 16
 	DefaultBodyTimeout     = 10 * time.Second
 )
 
