@@ -294,13 +294,13 @@ func TestE2EListenAbandonedSessions(t *testing.T) {
 		if sid == "" {
 			t.Fatalf("session %d was not served\n%s", i, p.Stderr())
 		}
-		n := childProcesses(t, p.Pid())
+		n := len(childProcesses(t, p.Pid()))
 		most = max(most, n)
 		if n > 4 {
 			t.Fatalf("after session %d the proxy runs %d bank processes, want at most 4", i, n)
 		}
 	}
-	t.Logf("200 abandoned sessions: at most %d bank processes at once; proxy %s", most, procRSS(t, p.Pid()))
+	t.Logf("200 abandoned sessions: at most %d bank processes at once; proxy RSS %d KiB", most, rssKiB(t, p.Pid()))
 	for _, agent := range agents {
 		status, body := postJSON(t, p.URL, toks[agent], "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_accounts"}}`)
 		if status != 400 || !strings.Contains(body, "session.missing") || !strings.Contains(body, "receipt 000001.json") {
@@ -309,6 +309,56 @@ func TestE2EListenAbandonedSessions(t *testing.T) {
 	}
 	stopListening(t, p)
 	checkAgentChains(t, w, map[string]int{"alice": 1, "bob": 1})
+}
+
+// TestE2EListenSessionMemory measures what a session costs the gateway:
+// the proxy's resident memory per idle session and per session with its
+// GET stream open, and the bank process each session runs. It logs the
+// figures and fails if a session costs the proxy more than 8 MiB.
+func TestE2EListenSessionMemory(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--max-sessions", "64")
+	if openListSession(t, p.URL, toks["alice"]) == "" { // opens alice's key and chain
+		t.Fatalf("the first session was not served\n%s", p.Stderr())
+	}
+	before := rssKiB(t, p.Pid())
+	sids := make([]string, n)
+	for i := range sids {
+		if sids[i] = openListSession(t, p.URL, toks["alice"]); sids[i] == "" {
+			t.Fatalf("session %d was not served\n%s", i, p.Stderr())
+		}
+	}
+	idle := rssKiB(t, p.Pid())
+	for _, sid := range sids {
+		req, _ := http.NewRequest("GET", p.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+toks["alice"])
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET stream: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+	}
+	open := rssKiB(t, p.Pid())
+	kids := childProcesses(t, p.Pid())
+	bank := 0
+	for _, pid := range kids {
+		bank += rssKiB(t, pid)
+	}
+	t.Logf("proxy RSS %d KiB with 1 session; per idle session %d KiB; per session with its GET stream open %d KiB; bank process %d KiB each (%d sessions)",
+		before, (idle-before)/n, (open-before)/n, bank/len(kids), n)
+	if len(kids) != n+1 {
+		t.Errorf("%d bank processes for %d sessions", len(kids), n+1)
+	}
+	if (open-before)/n > 8<<10 {
+		t.Errorf("a session costs the proxy %d KiB, want at most 8 MiB", (open-before)/n)
+	}
+	stopListening(t, p)
 }
 
 // openListSession initializes a session at url with token, lists the
@@ -360,15 +410,15 @@ func post(t *testing.T, url, token, sid, body string) (int, string, string) {
 	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id")
 }
 
-// childProcesses counts the processes whose parent is pid, zombies
+// childProcesses returns the processes whose parent is pid, zombies
 // included, from /proc.
-func childProcesses(t *testing.T, pid int) int {
+func childProcesses(t *testing.T, pid int) []int {
 	t.Helper()
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var kids []int
 	for _, p := range stats {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -377,23 +427,29 @@ func childProcesses(t *testing.T, pid int) int {
 		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
 		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
 		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			n++
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			kids = append(kids, child)
 		}
 	}
-	return n
+	return kids
 }
 
-// procRSS returns the VmRSS line of pid's /proc status.
-func procRSS(t *testing.T, pid int) string {
+// rssKiB returns pid's resident memory (VmRSS) in KiB.
+func rssKiB(t *testing.T, pid int) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for l := range strings.Lines(string(b)) {
-		if strings.HasPrefix(l, "VmRSS:") {
-			return strings.Join(strings.Fields(l), " ")
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatalf("/proc/%d/status: %q", pid, l)
+			}
+			return n
 		}
 	}
-	return "VmRSS unknown"
+	t.Fatalf("/proc/%d/status has no VmRSS", pid)
+	return 0
 }

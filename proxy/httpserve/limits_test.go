@@ -265,7 +265,7 @@ func TestRefusalOutsideSession(t *testing.T) {
 
 // TestSessionMemory logs the heap each idle session, and each session
 // with its GET stream open, costs the gateway (without the relay and the
-// bank server session, which Start brings).
+// bank server session, which Start brings), and fails past 256 KiB.
 func TestSessionMemory(t *testing.T) {
 	const n = 200
 	ts, _, _ := newLimitServer(t, Config{MaxSessions: 2 * n, MaxBankSessions: 2 * n})
@@ -287,4 +287,7 @@ func TestSessionMemory(t *testing.T) {
 	open := heap()
 	t.Logf("heap per idle session: %d bytes; per session with its GET stream open: %d bytes (%d sessions, echo relay, client side included)",
 		(idle-before)/n, (open-before)/n, n)
+	if per := (open - before) / n; per > 256<<10 {
+		t.Errorf("a session with its stream open costs %d bytes of heap, want at most 256 KiB", per)
+	}
 }
