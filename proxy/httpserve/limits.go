@@ -138,6 +138,9 @@ func (s *Server) run(ss *session) {
 // closing to make room (wait for it, then ask again); or a refusal when
 // every session that could make room is busy.
 func (s *Server) makeRoom(agent string) (<-chan struct{}, *httpError) {
+	if s.ctx.Err() != nil {
+		return nil, &httpError{http.StatusServiceUnavailable, "the gateway is shutting down"}
+	}
 	mine := 0
 	for _, o := range s.sessions {
 		if o.agent == agent {
