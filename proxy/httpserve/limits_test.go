@@ -44,6 +44,25 @@ func openStream(t *testing.T, ts *httptest.Server, token, sid string) {
 	t.Cleanup(func() { resp.Body.Close() })
 }
 
+// settled initializes a session and waits until its initialize has been
+// released (its answer may reach the client first), so that the order of
+// the sessions' last use is the order of the test's requests.
+func settled(t *testing.T, ts *httptest.Server, s *Server, token string) string {
+	t.Helper()
+	sid := initialize(t, ts, token)
+	s.mu.Lock()
+	ss := s.sessions[sid]
+	s.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, idle := ss.idle(); !idle; _, idle = ss.idle() {
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s is still busy 5s after its initialize", sid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return sid
+}
+
 func ping(t *testing.T, ts *httptest.Server, token, sid string) int {
 	t.Helper()
 	resp, _ := do(t, ts, req{method: "POST", token: token, session: sid, ctype: "application/json", body: `{"jsonrpc":"2.0","id":"p","method":"ping"}`})
@@ -56,7 +75,7 @@ func ping(t *testing.T, ts *httptest.Server, token, sid string) int {
 // is refused with 429.
 func TestEvictLRU(t *testing.T) {
 	ts, s, _ := newLimitServer(t, Config{MaxSessions: 3})
-	s1, s2, s3 := initialize(t, ts, tokenA), initialize(t, ts, tokenA), initialize(t, ts, tokenA)
+	s1, s2, s3 := settled(t, ts, s, tokenA), settled(t, ts, s, tokenA), settled(t, ts, s, tokenA)
 	openStream(t, ts, tokenA, s1) // the oldest, but busy
 	if st := ping(t, ts, tokenA, s2); st != 200 {
 		t.Fatalf("ping s2: %d", st)
@@ -91,8 +110,8 @@ func (s *Server) tableSize() int {
 // session busy it is refused with 503.
 func TestMaxBankSessions(t *testing.T) {
 	ts, s, _ := newLimitServer(t, Config{MaxSessions: 2, MaxBankSessions: 3})
-	a1, a2 := initialize(t, ts, tokenA), initialize(t, ts, tokenA)
-	b1 := initialize(t, ts, tokenB)
+	a1, a2 := settled(t, ts, s, tokenA), settled(t, ts, s, tokenA)
+	b1 := settled(t, ts, s, tokenB)
 	b2 := initialize(t, ts, tokenB) // a1 goes
 	for sid, want := range map[string]struct {
 		token  string

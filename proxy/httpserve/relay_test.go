@@ -84,7 +84,7 @@ func newRelayServer(t *testing.T, bank *bankServer, rec proxy.Recorder, maxBody 
 	if err := tokens.add("alice " + tokenA); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Tokens: tokens, MaxBody: maxBody, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
+	s := New(Config{Tokens: tokens, MaxBody: maxBody, MaxRequests: 64 /* TestUnreadableBodies sends 21 at once */, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := bank.srv.Connect(ctx, st, nil); err != nil {
 			return err
