@@ -56,7 +56,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpserve.New(httpserve.Config{Tokens: tokens, MaxSessions: sessions, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
+	srv := httpserve.New(httpserve.Config{Tokens: tokens, MaxSessions: sessions, MaxBankSessions: sessions, MaxRequests: 2 * sessions, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := bank.Connect(ctx, st, nil); err != nil {
 			return err

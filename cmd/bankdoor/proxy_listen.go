@@ -35,6 +35,9 @@ type listenFlags struct {
 	origins   repeated
 	idle      time.Duration
 	maxSess   int
+	maxBank   int
+	maxReqs   int
+	bodyWait  time.Duration
 
 	tls *tls.Config // loaded by check; nil: plain HTTP
 }
@@ -46,8 +49,11 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.key, "listen-key", "", "the PEM private key of --listen-cert")
 	fs.StringVar(&f.agentCA, "agent-ca", "", "with --listen-cert: PEM CA certificates; a client certificate they issue authenticates the agent its Subject CommonName names, as a token does (mTLS)")
 	fs.Var(&f.origins, "allow-origin", "with --listen: another accepted Origin header value (repeatable); http://HOST:PORT of --listen is always accepted")
-	fs.DurationVar(&f.idle, "idle-timeout", httpserve.DefaultIdleTimeout, "with --listen: close an agent session after this long without a request")
-	fs.IntVar(&f.maxSess, "max-sessions", httpserve.DefaultMaxSessions, "with --listen: most open sessions per agent (each has its own bank server session)")
+	fs.DurationVar(&f.idle, "idle-timeout", httpserve.DefaultIdleTimeout, "with --listen: close an agent session after this long idle (no request in flight, no GET stream open)")
+	fs.IntVar(&f.maxSess, "max-sessions", httpserve.DefaultMaxSessions, "with --listen: most open sessions per agent (each has its own bank server session); a new one evicts the least recently used idle one")
+	fs.IntVar(&f.maxBank, "max-bank-sessions", httpserve.DefaultMaxBankSessions, "with --listen: most open sessions of all agents together, and so most bank server sessions (processes, with a command after --)")
+	fs.IntVar(&f.maxReqs, "max-requests", httpserve.DefaultMaxRequests, "with --listen: most POSTs in flight per agent; more are refused with 429")
+	fs.DurationVar(&f.bodyWait, "body-timeout", httpserve.DefaultBodyTimeout, "with --listen: a POST body not read whole this long after its headers is refused with 408")
 }
 
 // check reports serve flags that do not go together and loads the TLS
@@ -73,6 +79,10 @@ func (f *listenFlags) check() error {
 	if f.tls == nil && !isLoopback(host) {
 		return hint(fmt.Errorf("--listen %q: plain HTTP carries the agents' tokens, so only a loopback address is served", f.addr),
 			"pass --listen-cert and --listen-key to serve HTTPS, or put a TLS-terminating proxy in front")
+	}
+	if f.maxSess < 1 || f.maxBank < 1 || f.maxReqs < 1 || f.idle <= 0 || f.bodyWait <= 0 {
+		return hint(errors.New("--max-sessions, --max-bank-sessions, --max-requests, --idle-timeout and --body-timeout must be positive"),
+			"give a count of at least 1 or a duration such as 2m, or leave the flag out for its default")
 	}
 	if f.tokens == "" && f.agentCA == "" {
 		return hint(errors.New("--listen needs a way for agents to authenticate"),
@@ -118,7 +128,9 @@ func serveAgents(e *env, c *agentsConfig) int {
 	}
 	srv := httpserve.New(httpserve.Config{
 		Tokens: tokens, ClientCerts: c.serve.agentCA != "", Origins: append([]string{scheme + "://" + ln.Addr().String()}, c.serve.origins...),
-		MaxBody: int64(c.maxFrame), IdleTimeout: c.serve.idle, MaxSessions: c.serve.maxSess, Logger: c.logger, Start: agents.session,
+		MaxBody: int64(c.maxFrame), BodyTimeout: c.serve.bodyWait, IdleTimeout: c.serve.idle,
+		MaxSessions: c.serve.maxSess, MaxBankSessions: c.serve.maxBank, MaxRequests: c.serve.maxReqs,
+		Logger: c.logger, Start: agents.session, Recorder: agents.recorder,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
@@ -220,6 +232,9 @@ func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	a.open[agent] = r
 	return r, nil
 }
+
+// recorder is get as a httpserve.Config.Recorder.
+func (a *agentRecorders) recorder(agent string) (proxy.Recorder, error) { return a.get(agent) }
 
 // chain opens the agent's key, making it on its first session, and its
 // chain in the receipts directory.

@@ -4,12 +4,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,4 +271,185 @@ func TestE2EListenMTLS(t *testing.T) {
 	alice := (&proxy.HTTPServer{URL: p.URL, RootCAs: serverCA.Pool(), Header: http.Header{"Authorization": {"Bearer " + toks["alice"]}}}).Client()
 	readAndBeDenied(t, p, f, map[string]*http.Client{"alice": alice, "carol": presenting(agentCA.Issue(t, "carol"))})
 	checkAgentChains(t, w, map[string]int{"alice": 2, "carol": 2})
+}
+
+// TestE2EListenAbandonedSessions: 200 sessions of two agents, opened and
+// abandoned without DELETE (as the TypeScript SDK's close() and the
+// conformance runner leave them), against --max-sessions 3 and
+// --max-bank-sessions 4: every new session is served (the least recently
+// used idle one is evicted for it), the bank processes the proxy runs
+// never outnumber 4, and a request outside a session leaves a receipt in
+// its agent's chain that verifies.
+func TestE2EListenAbandonedSessions(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--max-sessions", "3", "--max-bank-sessions", "4")
+	agents := []string{"alice", "bob"}
+	most := 0
+	for i := range 200 {
+		tok := toks[agents[i%2]]
+		sid := openListSession(t, p.URL, tok)
+		if sid == "" {
+			t.Fatalf("session %d was not served\n%s", i, p.Stderr())
+		}
+		n := len(childProcesses(t, p.Pid()))
+		most = max(most, n)
+		if n > 4 {
+			t.Fatalf("after session %d the proxy runs %d bank processes, want at most 4", i, n)
+		}
+	}
+	t.Logf("200 abandoned sessions: at most %d bank processes at once; proxy RSS %d KiB", most, rssKiB(t, p.Pid()))
+	for _, agent := range agents {
+		status, body := postJSON(t, p.URL, toks[agent], "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_accounts"}}`)
+		if status != 400 || !strings.Contains(body, "session.missing") || !strings.Contains(body, "receipt 000001.json") {
+			t.Errorf("%s: a call without a session: %d %q, want 400 naming session.missing and its receipt", agent, status, body)
+		}
+	}
+	stopListening(t, p)
+	checkAgentChains(t, w, map[string]int{"alice": 1, "bob": 1})
+}
+
+// TestE2EListenSessionMemory measures what a session costs the gateway:
+// the proxy's resident memory per idle session and per session with its
+// GET stream open, and the bank process each session runs. It logs the
+// figures and fails if a session costs the proxy more than 8 MiB.
+func TestE2EListenSessionMemory(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--max-sessions", "64")
+	if openListSession(t, p.URL, toks["alice"]) == "" { // opens alice's key and chain
+		t.Fatalf("the first session was not served\n%s", p.Stderr())
+	}
+	before := rssKiB(t, p.Pid())
+	sids := make([]string, n)
+	for i := range sids {
+		if sids[i] = openListSession(t, p.URL, toks["alice"]); sids[i] == "" {
+			t.Fatalf("session %d was not served\n%s", i, p.Stderr())
+		}
+	}
+	idle := rssKiB(t, p.Pid())
+	for _, sid := range sids {
+		req, _ := http.NewRequest("GET", p.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+toks["alice"])
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET stream: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+	}
+	open := rssKiB(t, p.Pid())
+	kids := childProcesses(t, p.Pid())
+	bank := 0
+	for _, pid := range kids {
+		bank += rssKiB(t, pid)
+	}
+	t.Logf("proxy RSS %d KiB with 1 session; per idle session %d KiB; per session with its GET stream open %d KiB; bank process %d KiB each (%d sessions)",
+		before, (idle-before)/n, (open-before)/n, bank/len(kids), n)
+	if len(kids) != n+1 {
+		t.Errorf("%d bank processes for %d sessions", len(kids), n+1)
+	}
+	if (open-before)/n > 8<<10 {
+		t.Errorf("a session costs the proxy %d KiB, want at most 8 MiB", (open-before)/n)
+	}
+	stopListening(t, p)
+}
+
+// openListSession initializes a session at url with token, lists the
+// tools in it, and returns its id ("" if any step was refused).
+func openListSession(t *testing.T, url, token string) string {
+	t.Helper()
+	status, _, sid := post(t, url, token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"abandoner","version":"1"}}}`)
+	if status != 200 || sid == "" {
+		return ""
+	}
+	if status, _ := postJSON(t, url, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
+		return ""
+	}
+	if status, body := postJSON(t, url, token, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); status != 200 || !strings.Contains(body, "list_accounts") {
+		return ""
+	}
+	return sid
+}
+
+func postJSON(t *testing.T, url, token, sid, body string) (int, string) {
+	t.Helper()
+	status, b, _ := post(t, url, token, sid, body)
+	return status, b
+}
+
+// post POSTs body to url as agent token in session sid (none if ""), and
+// returns the status, the body and the Mcp-Session-Id of the answer.
+func post(t *testing.T, url, token, sid, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id")
+}
+
+// childProcesses returns the processes whose parent is pid, zombies
+// included, from /proc.
+func childProcesses(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// rssKiB returns pid's resident memory (VmRSS) in KiB.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatalf("/proc/%d/status: %q", pid, l)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no VmRSS", pid)
+	return 0
 }

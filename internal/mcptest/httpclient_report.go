@@ -80,6 +80,9 @@ func Serve(ctx context.Context, cmd *exec.Cmd, serving *regexp.Regexp) (*Server,
 // Stderr returns everything the program wrote to stderr so far.
 func (s *Server) Stderr() string { return s.stderr.String() }
 
+// Pid returns the program's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Kill kills the program at once, as a crash would; Stop still reaps it.
 func (s *Server) Kill() { s.cmd.Process.Kill() }
 

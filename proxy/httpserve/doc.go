@@ -21,25 +21,37 @@
 //	Authorization not "Bearer TOKEN" of the tokens file  401 Unauthorized, WWW-Authenticate: Bearer
 //	client certificate and bearer token of two agents   401 Unauthorized, WWW-Authenticate: Bearer
 //	method other than POST, GET, DELETE                 405 Method Not Allowed
+//	POST past Config.MaxRequests POSTs of this agent
+//	  in flight                                         429 Too Many Requests
 //	POST: Content-Type not application/json             415 Unsupported Media Type
 //	POST: body longer than Config.MaxBody               413 Content Too Large *
+//	POST: body not read whole within Config.BodyTimeout 408 Request Timeout
 //	POST: body not one JSON-RPC message the relay can
 //	  read (not JSON, trailing bytes, a batch, a
 //	  duplicate or unknown member, a bad id)            400 Bad Request *
 //	POST/GET/DELETE without Mcp-Session-Id, except
-//	  the POST of initialize that starts a session      400 Bad Request
-//	Mcp-Session-Id unknown, ended, idled out, or
-//	  another agent's                                   404 Not Found
+//	  the POST of initialize that starts a session      400 Bad Request, receipt session.missing
+//	Mcp-Session-Id unknown, ended, idled out, evicted,
+//	  or another agent's                                404 Not Found, receipt session.unknown
 //	POST of initialize inside a session                 400 Bad Request
-//	POST of initialize past Config.MaxSessions open
-//	  sessions of this agent                            429 Too Many Requests
+//	POST of initialize with Config.MaxSessions sessions
+//	  of this agent open, each busy                     429 Too Many Requests
+//	POST of initialize with Config.MaxBankSessions
+//	  sessions open in all, each busy                   503 Service Unavailable
 //	POST of a request whose id is open in the session   409 Conflict
 //	GET without Accept: text/event-stream               406 Not Acceptable
 //	GET while the session has a stream open             409 Conflict
 //	the session's relay ended (bank server gone)        502 Bad Gateway
 //
 // The checks up to the Content-Type come before the body is read, and the
-// body is never read past Config.MaxBody. Whether a body is a message the
+// body is never read past Config.MaxBody nor after Config.BodyTimeout.
+// The two refusals with a receipt are those of an authenticated agent's
+// request outside a session: the receipt (rule session.missing or
+// session.unknown; reason the HTTP method and the message; args_sha256 the
+// SHA-256 of the body, empty for GET and DELETE) is written in that
+// agent's chain by Config.Recorder, as the gate's denials are, and the
+// message names it: "bankdoor: session.missing: missing Mcp-Session-Id
+// header; start a session with initialize (receipt 000012.json)". Whether a body is a message the
 // relay can read is decided by the relay's own reader
 // ([proxy.ReadEnvelope]), not by a second parser here.
 //
@@ -92,7 +104,54 @@
 // DELETE ends the session (204): its relay drains and closes the bank
 // server's session.
 //
-// A session without a POST for Config.IdleTimeout is closed as by DELETE.
+// # Sessions and limits
+//
+// A session is busy while a request of the agent in it is being served
+// (a POST until its answer, a GET for as long as its stream is open) and
+// idle otherwise. Each open session holds one bank server session (with
+// a command after --, one process), so the limits below bound the bank
+// processes; the defaults (Default* constants) are:
+//
+//	Config.IdleTimeout      2 minutes   a session idle this long is closed, as by DELETE
+//	Config.MaxSessions      16          open sessions per agent
+//	Config.MaxBankSessions  64          open sessions of all agents, so bank server sessions
+//	Config.MaxRequests      16          POSTs in flight per agent
+//	Config.BodyTimeout      10 seconds  to read a POST body whole
+//	Config.MaxBody          4 MiB       largest POST body (proxy.DefaultMaxFrame)
+//
+// Real clients rarely end their sessions: the TypeScript SDK's close() and
+// the MCP conformance runner send no DELETE, they just stop. A connected
+// SDK client keeps its GET stream open (the TypeScript SDK, 1.32.2 read,
+// opens it once notifications/initialized is accepted, and close() aborts
+// it with its requests), so its session never idles however long the
+// agent thinks between calls, and once it stops, the stream breaks and
+// the session is idle from that moment; clients without a
+// stream send the requests of one task seconds apart. Two minutes of
+// idleness therefore ends abandoned sessions quickly without ending live
+// ones; a session closed under a client gets 404, on which the transport
+// spec has the client start a new one.
+//
+// An initialize past Config.MaxSessions does not refuse the new session:
+// it closes the agent's least recently used idle session (idle the
+// longest) and, once that session's relay has returned (its bank server
+// session ended), opens the new one; only when all the agent's sessions
+// are busy is the new one refused (429). Past Config.MaxBankSessions the
+// same is done with the least recently used idle session of any agent
+// (503 when all are busy). Waiting for the evicted session is bounded
+// (10 seconds, then 503), and a session counts against both limits until
+// its relay has returned, so there are never more than
+// Config.MaxBankSessions bank server sessions, nor more than
+// Config.MaxSessions of one agent. With the defaults an agent buffers at
+// most 16 bodies of 4 MiB (64 MiB) and a client trickling a body holds it
+// for 10 seconds at most, after which the connection is closed.
+//
+// Measured (Go 1.26, linux/amd64, without -race): a session costs this
+// package about 4 KB of heap idle and 34 KB with its GET stream open
+// (TestSessionMemory, client side included); the bankdoor proxy about
+// 170 KiB of resident memory per session, idle or streaming, with its
+// relay, and each bank process of the fixture about 10 MiB
+// (TestE2EListenSessionMemory in cmd/bankdoor). The bank processes, not
+// the gateway, are what Config.MaxBankSessions is for.
 //
 // # Tokens file
 //

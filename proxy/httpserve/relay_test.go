@@ -91,7 +91,7 @@ func newPolicyServer(t *testing.T, bank *mcp.Server, y string, rec proxy.Recorde
 	if err := tokens.add("alice " + tokenA); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Tokens: tokens, MaxBody: maxBody, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
+	s := New(Config{Tokens: tokens, MaxBody: maxBody, MaxRequests: 64 /* TestUnreadableBodies sends 21 at once */, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := bank.Connect(ctx, st, nil); err != nil {
 			return err

@@ -2,12 +2,8 @@ package httpserve
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -19,12 +15,8 @@ import (
 	"github.com/bankdoor/bankdoor/proxy"
 )
 
-// Defaults for Config.
-const (
-	DefaultMaxBody     = proxy.DefaultMaxFrame
-	DefaultIdleTimeout = 10 * time.Minute
-	DefaultMaxSessions = 16
-)
+// DefaultMaxBody is the default of Config.MaxBody.
+const DefaultMaxBody = proxy.DefaultMaxFrame
 
 // Config is what a Server needs.
 type Config struct {
@@ -36,12 +28,27 @@ type Config struct {
 	ClientCerts bool
 	// Origins are the accepted values of the Origin header (DNS-rebinding
 	// protection); a request without one (not from a browser) is accepted.
-	Origins     []string
-	MaxBody     int64         // largest POST body; 0 means DefaultMaxBody
-	IdleTimeout time.Duration // a session without a POST this long is closed; 0 means DefaultIdleTimeout
+	Origins []string
+	MaxBody int64 // largest POST body; 0 means DefaultMaxBody
+	// BodyTimeout bounds the reading of a POST body, from the handler's
+	// start; 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a session this long idle: no request in flight
+	// and no GET stream open; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// MaxSessions bounds each agent's open sessions (each has its own bank
 	// server session); 0 means DefaultMaxSessions.
 	MaxSessions int
+	// MaxBankSessions bounds the open sessions of all agents together,
+	// and so the bank server sessions; 0 means DefaultMaxBankSessions.
+	MaxBankSessions int
+	// MaxRequests bounds each agent's POSTs in flight; 0 means
+	// DefaultMaxRequests.
+	MaxRequests int
+	// Recorder, if set, returns the agent's recorder, which records the
+	// refusals of an authenticated agent's requests outside a session
+	// (rules session.missing and session.unknown).
+	Recorder func(agent string) (proxy.Recorder, error)
 	// Start runs one session for agent on side, normally a proxy.Relay
 	// with its own downstream session, until side reports io.EOF.
 	Start  func(ctx context.Context, agent string, side proxy.AgentSide) error
@@ -56,7 +63,8 @@ type Server struct {
 	wg     sync.WaitGroup // sessions' relays and the janitor
 
 	mu       sync.Mutex
-	sessions map[string]*session
+	sessions map[string]*session // open and closing, until their relay returns
+	requests map[string]int      // POSTs in flight by agent
 }
 
 // New returns a server; Close stops it.
@@ -64,20 +72,26 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
+	cfg.BodyTimeout = orDefault(cfg.BodyTimeout, DefaultBodyTimeout)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.MaxBankSessions = orDefault(cfg.MaxBankSessions, DefaultMaxBankSessions)
+	cfg.MaxRequests = orDefault(cfg.MaxRequests, DefaultMaxRequests)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, sessions: make(map[string]*session)}
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, sessions: make(map[string]*session), requests: make(map[string]int)}
 	s.wg.Add(1)
 	go s.janitor()
 	return s
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Close ends every session (each relay drains and closes its downstream)
@@ -91,29 +105,6 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	return nil
-}
-
-// janitor closes sessions idle for longer than IdleTimeout.
-func (s *Server) janitor() {
-	defer s.wg.Done()
-	tick := time.NewTicker(max(s.cfg.IdleTimeout/4, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case now := <-tick.C:
-			s.mu.Lock()
-			for id, ss := range s.sessions {
-				if now.Sub(ss.idleSince()) > s.cfg.IdleTimeout {
-					s.cfg.Logger.Info("closing an idle session", "agent", ss.agent, "session", id)
-					ss.close()
-					delete(s.sessions, id)
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
 }
 
 // httpError is a refusal with its status.
@@ -144,13 +135,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		herr = s.post(w, r, agent)
+		var release func()
+		if release, herr = s.admitRequest(agent); herr == nil {
+			herr = s.post(w, r, agent)
+			release()
+		}
 	case http.MethodGet:
 		herr = s.get(w, r, agent)
 	case http.MethodDelete:
 		var ss *session
-		if ss, herr = s.lookup(r, agent); herr == nil {
-			s.end(ss)
+		if ss, herr = s.lookup(r, agent, nil); herr == nil {
+			ss.close() // it leaves the table when its relay returns
+			ss.release()
 			w.WriteHeader(http.StatusNoContent)
 		}
 	default:
@@ -209,45 +205,12 @@ func (s *Server) certAgent(state *tls.ConnectionState) (string, *httpError) {
 	return cn, nil
 }
 
-// lookup returns the session named by the Mcp-Session-Id header. A session
-// of another agent is unknown to this one.
-func (s *Server) lookup(r *http.Request, agent string) (*session, *httpError) {
-	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		return nil, &httpError{http.StatusBadRequest, "missing Mcp-Session-Id header; start a session with initialize"}
-	}
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss == nil || ss.agent != agent {
-		return nil, &httpError{http.StatusNotFound, "unknown session id (ended, idle too long, or never started); start a new session with initialize"}
-	}
-	return ss, nil
-}
-
-// end closes a session and forgets it.
-func (s *Server) end(ss *session) {
-	ss.close()
-	s.mu.Lock()
-	delete(s.sessions, ss.id)
-	s.mu.Unlock()
-}
-
-// readBody reads a POST body of at most Config.MaxBody bytes; the rest of
-// a longer one is never read.
+// readBody reads a POST body of application/json (see readLimited).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", r.Header.Get("Content-Type"))}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body is longer than %d bytes", s.cfg.MaxBody)}
-	}
-	if err != nil {
-		return nil, &httpError{http.StatusBadRequest, "reading the body: " + err.Error()}
-	}
-	return body, nil
+	return s.readLimited(w, r)
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *httpError {
@@ -264,16 +227,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 	}
 	var ss *session
 	if r.Header.Get("Mcp-Session-Id") == "" && method == "initialize" && id != nil {
-		if ss, herr = s.open(agent); herr != nil {
+		if ss, herr = s.open(r.Context(), agent); herr != nil {
 			return herr
 		}
 		w.Header().Set("Mcp-Session-Id", ss.id)
-	} else if ss, herr = s.lookup(r, agent); herr != nil {
+	} else if ss, herr = s.lookup(r, agent, body); herr != nil {
 		return herr
 	} else if method == "initialize" {
+		ss.release()
 		return &httpError{http.StatusBadRequest, "this session is already initialized; start a new one without Mcp-Session-Id"}
 	}
-	ss.touch(time.Now())
+	defer ss.release()
 	if method == "" || id == nil { // a notification or an answer: nothing comes back
 		if !ss.send(inFrame{msg: body}) {
 			return ended(ss)
@@ -291,11 +255,11 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 // (the transport spec allows a JSON-RPC error without id in a 400). Without
 // a valid session herr itself is the answer.
 func (s *Server) unreadable(w http.ResponseWriter, r *http.Request, agent string, f inFrame, herr *httpError) *httpError {
-	ss, lerr := s.lookup(r, agent)
+	ss, lerr := s.find(r, agent)
 	if lerr != nil {
 		return herr
 	}
-	ss.touch(time.Now())
+	defer ss.release()
 	f.key = ss.nullKey()
 	return s.call(w, r, ss, f, herr.status)
 }
@@ -324,47 +288,16 @@ func ended(ss *session) *httpError {
 	return &httpError{http.StatusNotFound, "the session ended; start a new one with initialize"}
 }
 
-// open starts a session for agent: a fresh id and its relay.
-func (s *Server) open(agent string) (*session, *httpError) {
-	var b [16]byte
-	rand.Read(b[:])
-	ss := newSession(hex.EncodeToString(b[:]), agent, time.Now())
-	s.mu.Lock()
-	n := 0
-	for _, o := range s.sessions {
-		if o.agent == agent {
-			n++
-		}
-	}
-	if n >= s.cfg.MaxSessions {
-		s.mu.Unlock()
-		return nil, &httpError{http.StatusTooManyRequests, fmt.Sprintf("agent %s has %d open sessions, the most allowed; end one with DELETE or let it idle out", agent, n)}
-	}
-	s.sessions[ss.id] = ss
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		err := s.cfg.Start(s.ctx, agent, ss)
-		if err != nil {
-			s.cfg.Logger.Error("session ended", "agent", agent, "session", ss.id, "err", err)
-		}
-		ss.finish(err)
-		s.end(ss)
-	}()
-	s.cfg.Logger.Info("session started", "agent", agent, "session", ss.id)
-	return ss, nil
-}
-
 // get serves the session's notification stream as text/event-stream.
 func (s *Server) get(w http.ResponseWriter, r *http.Request, agent string) *httpError {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return &httpError{http.StatusNotAcceptable, "GET serves the notification stream: send Accept: text/event-stream"}
 	}
-	ss, herr := s.lookup(r, agent)
+	ss, herr := s.lookup(r, agent, nil)
 	if herr != nil {
 		return herr
 	}
+	defer ss.release()
 	ss.mu.Lock()
 	busy := ss.streaming
 	ss.streaming = true

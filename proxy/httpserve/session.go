@@ -43,7 +43,8 @@ type session struct {
 	current   string             // id key of the frame the relay handles now
 	stream    chan []byte        // messages for the GET stream
 	streaming bool               // a GET stream is open
-	lastSeen  time.Time
+	inflight  int                // requests of the agent being served (POSTs, the GET stream)
+	lastSeen  time.Time          // when the last of them began or ended
 }
 
 func newSession(id, agent string, now time.Time) *session {
@@ -164,16 +165,38 @@ func (s *session) send(f inFrame) bool {
 	return false
 }
 
-func (s *session) touch(now time.Time) {
+// hold counts a request of the agent in flight: the session is not idle
+// until its release.
+func (s *session) hold() {
 	s.mu.Lock()
-	s.lastSeen = now
+	s.inflight++
+	s.lastSeen = time.Now()
 	s.mu.Unlock()
 }
 
-func (s *session) idleSince() time.Time {
+func (s *session) release() {
+	s.mu.Lock()
+	s.inflight--
+	s.lastSeen = time.Now()
+	s.mu.Unlock()
+}
+
+// idle reports whether the session is idle (no request of the agent in
+// flight, no GET stream open) and since when it has been.
+func (s *session) idle() (since time.Time, idle bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lastSeen
+	return s.lastSeen, s.inflight == 0
+}
+
+// isClosing reports whether close was called.
+func (s *session) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // close tells the relay the agent is done; the relay then drains and returns.
