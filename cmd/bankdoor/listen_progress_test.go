@@ -28,18 +28,18 @@ type wire struct {
 	inner http.RoundTripper
 
 	mu    sync.Mutex
-	posts []*post
+	posts []*recordedPost
 	get   bytes.Buffer
 }
 
-type post struct {
+type recordedPost struct {
 	request     string
 	contentType string
 	answer      bytes.Buffer
 }
 
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	var p *post
+	var p *recordedPost
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		body, err := req.GetBody()
 		if err != nil {
@@ -49,7 +49,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		p = &post{request: string(b)}
+		p = &recordedPost{request: string(b)}
 	}
 	resp, err := w.inner.RoundTrip(req)
 	if err != nil {
