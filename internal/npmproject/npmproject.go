@@ -89,7 +89,7 @@ func (p *Project) InstallIn(ctx context.Context, root string) (string, error) {
 	if err := lock.Lock(); err != nil {
 		return "", err
 	}
-	key, err := p.key()
+	key, err := p.Key()
 	if err != nil {
 		return "", err
 	}
@@ -123,9 +123,9 @@ func privateDir(dir string) error {
 	return nil
 }
 
-// key is the hex SHA-256 of the project files, names and contents,
+// Key is the hex SHA-256 of the project files, names and contents,
 // shortened to 16 characters.
-func (p *Project) key() (string, error) {
+func (p *Project) Key() (string, error) {
 	h := sha256.New()
 	for _, f := range p.Files {
 		b, err := fs.ReadFile(p.FS, f.Src)
