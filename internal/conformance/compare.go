@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,4 +75,29 @@ func (s *Suite) Compare(ctx context.Context, direct, gateway string, scenarios [
 		rows = append(rows, Explain(d, g))
 	}
 	return rows, nil
+}
+
+// Table runs the whole suite against t, direct and through bankdoor (the
+// binary bankdoor) with flags, using work for the gateway's files and the
+// results, and returns the table.
+func (s *Suite) Table(ctx context.Context, t Target, bankdoor, work string, flags ...string) ([]Row, error) {
+	scenarios, err := s.Scenarios(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.Start(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer u.Close()
+	gw := filepath.Join(work, "gateway")
+	if err := os.MkdirAll(gw, 0o700); err != nil {
+		return nil, err
+	}
+	g, err := StartGateway(ctx, GatewayConfig{Bankdoor: bankdoor, Target: t, Upstream: u.URL, Work: gw, Flags: flags})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Compare(ctx, u.URL, g.URL, scenarios, filepath.Join(work, "results"))
+	return rows, errors.Join(err, g.Close())
 }

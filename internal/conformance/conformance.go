@@ -1,8 +1,11 @@
 // Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, npm, at Version) against
-// @modelcontextprotocol/server-everything (at EverythingVersion), once
-// directly and once through bankdoor proxy --listen, and compares the two
-// scenario by scenario (see [Compare]).
+// (@modelcontextprotocol/conformance, npm, at Version) against an MCP
+// server, once directly and once through bankdoor proxy --listen, and
+// compares the two scenario by scenario (see [Explain]). Two servers
+// ([Target]): the suite's own reference server, for which every scenario
+// is written (reference/everything-server.ts, from the suite's repository
+// at v0.1.16, which npm does not publish), and
+// @modelcontextprotocol/server-everything (npm, at EverythingVersion).
 //
 // # The npm project
 //
@@ -29,11 +32,13 @@
 // status (SUCCESS, FAILURE, WARNING, INFO) and an errorMessage; a scenario
 // passes when none of its checks is a FAILURE. The list of server
 // scenarios is what `conformance list` prints under "Server scenarios"
-// ([Suite.Scenarios]). The scenarios are written for the suite's own
-// everything-server (tools named test_simple_text, prompts named
-// test_simple_prompt, ...), which is not published on npm; against
-// server-everything many fail directly too, and the table compares
-// through-bankdoor with that direct baseline, not with a pass.
+// ([Suite.Scenarios]). The scenarios call tools, prompts and resources
+// by the reference server's names (test_simple_text,
+// test_simple_prompt, ...): against server-everything many fail directly
+// too, and the table compares through-bankdoor with that direct baseline,
+// not with a pass. node runs everything-server.ts itself (Node 24 strips
+// the types); its imports resolve in the install directory, from the
+// suite's own dependencies (the MCP SDK, express, zod, cors).
 //
 // The runner sends no Authorization header and has no option to add one,
 // while bankdoor proxy --listen requires an agent's bearer token; [Gateway]
@@ -73,14 +78,15 @@ const (
 	minNode = 22
 )
 
-//go:embed npm/package.json npm/package-lock.json
+//go:embed npm/package.json npm/package-lock.json reference/everything-server.ts
 var files embed.FS
 
 // project is the npm project Install installs.
 func project() *npmproject.Project {
 	return &npmproject.Project{
 		Name: "conformance", FS: files, Package: Package, Version: Version,
-		Files: []npmproject.File{{Name: "package.json", Src: "npm/package.json"}, {Name: "package-lock.json", Src: "npm/package-lock.json"}},
+		Files: []npmproject.File{{Name: "package.json", Src: "npm/package.json"}, {Name: "package-lock.json", Src: "npm/package-lock.json"},
+			{Name: "everything-server.ts", Src: "reference/everything-server.ts"}},
 	}
 }
 
