@@ -17,9 +17,9 @@ type Row struct {
 	Direct   string `json:"direct"`  // "pass" or "fail: ..." (the failed checks)
 	Gateway  string `json:"gateway"` // the same, through bankdoor
 	// Why is empty when both runs agree; "gate deny: RULE" when the
-	// gateway's failure is a deny the gate documents; "bankdoor
-	// stricter: ..." when only the gateway passes; otherwise "relay
-	// difference: ..." (to investigate).
+	// gateway's failure is a deny the gate documents; "passes only
+	// through bankdoor: ..." when only the gateway passes; otherwise
+	// "relay difference: ..." (to investigate).
 	Why string `json:"why,omitempty"`
 }
 
@@ -52,7 +52,7 @@ func Explain(direct, gateway Result) Row {
 	case direct.Passed() == gateway.Passed():
 		row.Why = "relay difference: both fail, with other checks or messages"
 	case gateway.Passed():
-		row.Why = "bankdoor stricter: passes only through bankdoor (the server fails it)"
+		row.Why = "passes only through bankdoor: the server alone fails it (a stricter gateway, e.g. its Origin check, or a check a deny skipped)"
 	default:
 		row.Why = "relay difference: fails only through bankdoor"
 	}

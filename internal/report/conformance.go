@@ -77,7 +77,7 @@ func conformanceSection(b *strings.Builder, tables []ConformanceTable) {
 	b.WriteString("The official MCP conformance suite's server scenarios, run directly against a server over streamable HTTP and through `bankdoor proxy --listen` in front of it " +
 		"(`internal/conformance`; the gateway runs with `internal/conformance/testdata/TARGET.yaml`, which exposes every feature and allows the target's tools, pinned). " +
 		"`reference` is the suite's own everything-server, for which every scenario is written; `server-everything` is the npm demonstration server, which lacks many of the tools, prompts and resources the scenarios call. " +
-		"A difference is explained as a gate deny (its rule), as bankdoor stricter, or as a relay difference to investigate.\n\n")
+		"A difference is explained as a gate deny (its rule), as passing only through bankdoor, or as a relay difference to investigate.\n\n")
 	for _, t := range tables {
 		fmt.Fprintf(b, "### %s (%s)\n\n", t.Target, t.Suite)
 		if t.Status != StatusMeasured {

@@ -44,8 +44,9 @@
 //     the gate; "moved_cents" must be above 0.
 //   - "conformance": one [ConformanceTable] per target; each row is a
 //     scenario with "direct" and "gateway" ("pass" or "fail: " and the
-//     failed checks) and "why" they differ ("gate deny: RULE", "bankdoor
-//     stricter: ..." or "relay difference: ..."), absent when they agree.
+//     failed checks) and "why" they differ ("gate deny: RULE", "passes
+//     only through bankdoor: ..." or "relay difference: ..."), absent when
+//     they agree.
 //   - "measurements": [Measurement] rows with a stable "id". "status" is
 //     "measured", or "not measured: WHY" (a figure this build cannot take
 //     yet, never an invented number), or "failed: WHY". A measured row has
