@@ -162,3 +162,29 @@ func TestParseList(t *testing.T) {
 		t.Error("parseList of a list with no server scenarios: no error")
 	}
 }
+
+// TestExplain: a gate deny is named by its rule, a failure that is not a
+// deny is a relay difference, and agreeing runs have no reason.
+func TestExplain(t *testing.T) {
+	pass := []Check{{ID: "c", Status: "SUCCESS"}}
+	fail := func(msg string) []Check { return []Check{{ID: "c", Status: "FAILURE", ErrorMessage: msg}} }
+	deny := `Failed: MCP error -32001: bankdoor denied tools/call "t": tool.not_allowed: tool "t" is not in the allowlist (receipt 000001.json)`
+	for _, c := range []struct {
+		direct, gateway []Check
+		why             string
+	}{
+		{pass, pass, ""},
+		{fail("x"), fail("x"), ""},
+		{nil, nil, ""},
+		{pass, fail(deny), "gate deny: tool.not_allowed"},
+		{fail("not found"), fail(deny), "gate deny: tool.not_allowed"},
+		{pass, fail("Expected at least 3 progress notifications, got 2"), "relay difference: fails only through bankdoor"},
+		{fail("x"), fail("y"), "relay difference: both fail, with other checks or messages"},
+		{fail("got 200"), pass, "passes only through bankdoor: the server alone fails it (a stricter gateway, e.g. its Origin check, or a check a deny skipped)"},
+	} {
+		row := Explain(Result{Scenario: "s", Checks: c.direct}, Result{Scenario: "s", Checks: c.gateway})
+		if row.Why != c.why {
+			t.Errorf("Explain(%v, %v).Why = %q, want %q", c.direct, c.gateway, row.Why, c.why)
+		}
+	}
+}
