@@ -42,10 +42,14 @@ over streamable HTTP (proxy --listen), counts denies per second with 1,
 the embedded ledger after its holder is SIGKILLed, measures the ledger,
 anchoring to a real omniwitness and offline verification (a receipts
 directory, and an export bundle against its checkpoint, whole and
-truncated), and writes
+truncated), runs the MCP conformance suite directly and through proxy
+--listen (against its reference server; --quick leaves out
+server-everything), and writes
 DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 <!-- report:begin --> block of the README. Nothing leaves the machine
-(HTTP on 127.0.0.1 only); fresh keys in a temporary directory.
+(HTTP on 127.0.0.1 only) except the first install of the conformance
+suite's pinned npm project, which needs the npm registry; fresh keys in a
+temporary directory.
 
 Run it from the module root (go run ./cmd/bankdoor-report): without
 --bankdoor and --fixture it builds ./cmd/bankdoor and ./fixtures/bank-server

@@ -17,12 +17,16 @@
 // an agent's bearer token, the fixture behind it over --url); then
 // several stdio proxies on one receipts directory and one key, each with
 // its own fixture and client (internal/fleet): denies through all at once,
-// and the ledger's holder SIGKILLed for another to take over.
+// and the ledger's holder SIGKILLed for another to take over; then the
+// MCP conformance suite's server scenarios (internal/conformance), each
+// directly against a server and through `bankdoor proxy --listen` in
+// front of it ([Bench.Conformance]).
 // [LedgerBench] runs package ledger in process with real signed receipts
 // from fresh keys, verifier.VerifyDir over a receipts directory, and
 // verifier.VerifyAnchored over an export bundle (package verifier/bundle)
 // of the anchoring log, whole and with its newest receipts deleted.
-// Nothing leaves the machine: every HTTP server listens on 127.0.0.1.
+// Nothing leaves the machine: every HTTP server listens on 127.0.0.1 (the
+// conformance suite's npm project is installed from the registry once).
 //
 // # JSON Schema (bankdoor-report/v1)
 //
@@ -38,6 +42,11 @@
 //     "problems" is absent.
 //   - "controls": one [ControlRow] per money-moving attack sent without
 //     the gate; "moved_cents" must be above 0.
+//   - "conformance": one [ConformanceTable] per target; each row is a
+//     scenario with "direct" and "gateway" ("pass" or "fail: " and the
+//     failed checks) and "why" they differ ("gate deny: RULE", "passes
+//     only through bankdoor: ..." or "relay difference: ..."), absent when
+//     they agree.
 //   - "measurements": [Measurement] rows with a stable "id". "status" is
 //     "measured", or "not measured: WHY" (a figure this build cannot take
 //     yet, never an invented number), or "failed: WHY". A measured row has

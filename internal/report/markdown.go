@@ -34,6 +34,7 @@ func Markdown(r *Report) string {
 	attacksTable(&b, r.Attacks)
 	controlsTable(&b, r.Controls)
 	rugPullsTable(&b, r.RugPulls)
+	conformanceSection(&b, r.Conformance)
 	for _, s := range sections {
 		// A report made before a section existed has no rows for it.
 		if !slices.ContainsFunc(r.Measurements, func(m Measurement) bool { return m.Section == s.id }) {

@@ -64,6 +64,7 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 	}
 	r.Measurements, r.Chart = append(r.Measurements, lat...), chart
 	r.Measurements = append(r.Measurements, b.Procs(ctx, s)...)
+	r.Conformance = b.Conformance(ctx, s.Mode)
 	lb := &LedgerBench{Dir: filepath.Join(b.Work, "ledger"), Progress: b.Progress}
 	if err := os.MkdirAll(lb.Dir, 0o755); err != nil {
 		return nil, err

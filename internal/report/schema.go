@@ -30,6 +30,9 @@ type Report struct {
 	Controls []ControlRow `json:"controls"`
 	// RugPulls are the sessions of the rug-pull matrix.
 	RugPulls []RugPullRow `json:"rug_pulls"`
+	// Conformance is the MCP conformance suite direct and through the
+	// gateway, one table per target; absent from reports made before it.
+	Conformance []ConformanceTable `json:"conformance,omitempty"`
 	// Measurements are the figures, in the order the markdown shows them.
 	Measurements []Measurement `json:"measurements"`
 	// Claims are the README's claims, each with the evidence that backs it.

@@ -20,20 +20,10 @@
 //
 // # Install
 //
-// [Install] copies the three files and observe.js into
-// TMP/bankdoor-stripe-mcp-UID/HASH (HASH: of those four files, so a
-// changed lock gets a directory of its own) and runs there
-//
-//	npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --cache TMP/bankdoor-stripe-mcp-UID/npm-cache
-//
-// which installs exactly what the lock says, checking each tarball's
-// integrity, and runs no package's install scripts. The npm cache is that
-// fixed directory, not the user's, so the install works with an empty
-// HOME; it needs the npm registry once, and no network afterwards. An
-// exclusive lock on TMP/bankdoor-stripe-mcp-UID/.lock (package
-// internal/flock) is held throughout, so test binaries installing at once
-// run npm once; a file named "installed" is written last, and an install
-// without it is done again from the start.
+// [Install] installs the three files and observe.js with package
+// internal/npmproject, into TMP/bankdoor-stripe-mcp-UID/HASH (npm ci, no
+// install scripts, a private npm cache: the npm registry is needed once,
+// never afterwards).
 //
 // # Observing the server
 //
@@ -50,21 +40,16 @@ package stripemcp
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/bankdoor/bankdoor/internal/atomicfile"
-	"github.com/bankdoor/bankdoor/internal/flock"
+	"github.com/bankdoor/bankdoor/internal/npmproject"
 )
 
 const (
@@ -83,15 +68,19 @@ const (
 )
 
 //go:embed npm/package.json npm/package-lock.json npm/.npmrc observe.js
-var project embed.FS
+var files embed.FS
 
-// projectFiles are the files Install copies, by their name in the
-// install directory.
-var projectFiles = map[string]string{
-	"package.json":      "npm/package.json",
-	"package-lock.json": "npm/package-lock.json",
-	".npmrc":            "npm/.npmrc",
-	"observe.js":        "observe.js",
+// project is the npm project Install installs.
+func project() *npmproject.Project {
+	return &npmproject.Project{
+		Name: "stripe-mcp", FS: files, Package: Package, Version: Version, MinNode: minNode,
+		Files: []npmproject.File{
+			{Name: "package.json", Src: "npm/package.json"},
+			{Name: "package-lock.json", Src: "npm/package-lock.json"},
+			{Name: ".npmrc", Src: "npm/.npmrc"},
+			{Name: "observe.js", Src: "observe.js"},
+		},
+	}
 }
 
 // Server is an installed @stripe/mcp.
@@ -122,129 +111,21 @@ func (s *Server) ObservedArgv() []string {
 // Install installs the package, once per machine and user, under
 // os.TempDir() (see the package doc) and returns it.
 func Install(ctx context.Context) (*Server, error) {
-	return InstallIn(ctx, filepath.Join(os.TempDir(), "bankdoor-stripe-mcp-"+strconv.Itoa(os.Getuid())))
+	dir, err := project().Install(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Dir: dir}, nil
 }
 
 // InstallIn is Install with root in place of
-// TMP/bankdoor-stripe-mcp-UID. It creates root (mode 0700) if needed and
-// refuses one that others may write to.
+// TMP/bankdoor-stripe-mcp-UID (see npmproject.Project.InstallIn).
 func InstallIn(ctx context.Context, root string) (*Server, error) {
-	if err := privateDir(root); err != nil {
-		return nil, err
-	}
-	lock, err := flock.Open(filepath.Join(root, ".lock"))
+	dir, err := project().InstallIn(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
-	if err := lock.Lock(); err != nil {
-		return nil, err
-	}
-	key, err := projectKey()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Dir: filepath.Join(root, key)}
-	if b, err := os.ReadFile(filepath.Join(s.Dir, "installed")); err == nil && string(b) == key {
-		return s, nil
-	}
-	if err := checkNode(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.install(ctx, filepath.Join(root, "npm-cache")); err != nil {
-		return nil, err
-	}
-	return s, atomicfile.Write(filepath.Join(s.Dir, "installed"), []byte(key), 0o600)
-}
-
-// privateDir creates dir with mode 0700 if it does not exist, and checks
-// that it is a directory, not a symbolic link, that only its owner may
-// write to.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is %v, not a directory only its owner may write to; remove it", dir, fi.Mode())
-	}
-	return nil
-}
-
-// projectKey is the hex SHA-256 of the project files, names and contents,
-// shortened to 16 characters.
-func projectKey() (string, error) {
-	h := sha256.New()
-	for _, name := range []string{"package.json", "package-lock.json", ".npmrc", "observe.js"} {
-		b, err := project.ReadFile(projectFiles[name])
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", name, len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// checkNode checks that node is on PATH and new enough.
-func checkNode(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, "node", "--version").Output()
-	if err != nil {
-		return fmt.Errorf("running node --version: %w (%s %s needs Node.js %d or later on PATH)", err, Package, Version, minNode)
-	}
-	v := strings.TrimSpace(string(out))
-	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
-	if n, err := strconv.Atoi(major); err != nil || n < minNode {
-		return fmt.Errorf("node is %s; %s %s and its locked dependencies need Node.js %d or later", v, Package, Version, minNode)
-	}
-	return nil
-}
-
-// install writes the project files into s.Dir, emptied first, and runs
-// npm ci there with cache as its cache.
-func (s *Server) install(ctx context.Context, cache string) error {
-	if err := os.RemoveAll(s.Dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return err
-	}
-	for name, src := range projectFiles {
-		b, err := project.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(s.Dir, name), b, 0o600); err != nil {
-			return err
-		}
-	}
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--prefer-offline",
-		"--no-audit", "--no-fund", "--no-update-notifier", "--cache", cache)
-	cmd.Dir = s.Dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("installing %s %s with npm ci in %s: %w; the npm registry (npm config get registry) must be reachable for a first install:\n%s",
-			Package, Version, s.Dir, err, bytes.TrimSpace(out))
-	}
-	return s.checkVersion()
-}
-
-// checkVersion checks that node_modules holds Package at Version.
-func (s *Server) checkVersion() error {
-	b, err := os.ReadFile(filepath.Join(s.Dir, "node_modules", filepath.FromSlash(Package), "package.json"))
-	if err != nil {
-		return err
-	}
-	var pkg struct{ Name, Version string }
-	if err := json.Unmarshal(b, &pkg); err != nil {
-		return err
-	}
-	if pkg.Name != Package || pkg.Version != Version {
-		return fmt.Errorf("npm ci installed %s %s, want %s %s", pkg.Name, pkg.Version, Package, Version)
-	}
-	return nil
+	return &Server{Dir: dir}, nil
 }
 
 // Event is one line observe.js wrote.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bankdoor/bankdoor/internal/npmproject"
 )
 
 // TestProjectPinsVersion: package.json asks for exactly Package at
@@ -116,10 +118,10 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("installs in %q, want one directory", dirs)
 	}
 	s := &Server{Dir: dirs[0]}
-	if err := s.checkVersion(); err != nil {
+	if err := npmproject.CheckVersion(s.Dir, Package, Version); err != nil {
 		t.Error(err)
 	}
-	key, _ := projectKey()
+	key, _ := project().Key()
 	if filepath.Base(s.Dir) != key {
 		t.Errorf("install directory %s is not named by the project key %s", s.Dir, key)
 	}
