@@ -92,10 +92,8 @@ func short(outcome string) string { s, _, _ := strings.Cut(outcome, ":"); return
 // scenario against the reference server 20 times through the gateway and
 // wants 20 passes (issue 15: progress must arrive before the result, on
 // the POST's own stream). It reports the pass counts direct (5 runs) and
-// through bankdoor.
-//
-// EXPECTED TO FAIL until the gateway answers POSTs as event streams
-// (issue 15, "Answers on the request's stream").
+// through bankdoor. Before the gateway answered POSTs on their own event
+// stream, 10 to 14 runs of 20 passed.
 func TestProgressTwentyRuns(t *testing.T) {
 	const runs = 20
 	b := newBench(t, Reference)
