@@ -43,8 +43,8 @@ the embedded ledger after its holder is SIGKILLed, measures the ledger,
 anchoring to a real omniwitness and offline verification (a receipts
 directory, and an export bundle against its checkpoint, whole and
 truncated), runs the MCP conformance suite directly and through proxy
---listen (against its reference server; --quick leaves out
-server-everything), and writes
+--listen (against its reference server and server-everything; --quick
+leaves the suite to go test ./internal/conformance), and writes
 DIR/bankdoor.md, DIR/bankdoor.json and DIR/latency.svg; it rewrites the
 <!-- report:begin --> block of the README. Nothing leaves the machine
 (HTTP on 127.0.0.1 only) except the first install of the conformance

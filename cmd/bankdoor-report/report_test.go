@@ -353,22 +353,11 @@ func repoFile(t *testing.T, name string) string {
 	return string(b)
 }
 
-// checkConformance: --quick runs the whole conformance suite against the
-// reference server, and every difference has its reason. (Whether the
-// relay differs is TestConformanceSubset's and TestProgressTwentyRuns's
-// to decide: one run of the progress scenario is not a measure.)
+// checkConformance: --quick does not run the conformance suite (a minute
+// a target; internal/conformance's tests run it in CI) and says so.
 func checkConformance(t *testing.T, r *report.Report) {
 	t.Helper()
-	if len(r.Conformance) != 1 || r.Conformance[0].Target != "reference" || r.Conformance[0].Status != report.StatusMeasured {
-		t.Fatalf("conformance tables %+v, want one measured, for the reference server", r.Conformance)
-	}
-	rows := r.Conformance[0].Rows
-	if len(rows) < 30 {
-		t.Errorf("%d conformance rows, want every server scenario of the suite (32 in 0.1.16)", len(rows))
-	}
-	for _, row := range rows {
-		if (row.Direct != row.Gateway) != (row.Why != "") {
-			t.Errorf("conformance row %+v: a difference without its reason, or a reason without one", row)
-		}
+	if len(r.Conformance) != 1 || !strings.HasPrefix(r.Conformance[0].Status, "not measured: --quick") {
+		t.Errorf("conformance tables %+v, want one, not measured under --quick", r.Conformance)
 	}
 }
