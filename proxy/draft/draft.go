@@ -44,6 +44,7 @@ package draft
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bankdoor/bankdoor/proxy/gate"
@@ -122,20 +123,11 @@ func acknowledgeable(name string) bool {
 func ackWords(name string) []string {
 	var ws []string
 	for _, m := range words.FindAll(name, nil) {
-		if !contains(ws, m.Word) {
+		if !slices.Contains(ws, m.Word) {
 			ws = append(ws, m.Word)
 		}
 	}
 	return ws
-}
-
-func contains(ws []string, w string) bool {
-	for _, x := range ws {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }
 
 // writeTool writes t's entry, each line prefixed by comment ("" or "# ").

@@ -1,6 +1,7 @@
 package draft
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -162,7 +163,7 @@ func array(s jsonobj.Object) (fields []string, note, skip string) {
 	}
 	var typ string
 	if json.Unmarshal(items.Get("type"), &typ) != nil || !slices.Contains([]string{"string", "integer", "number", "boolean"}, typ) {
-		return nil, "", fmt.Sprintf("an array of %s cannot be expressed (only arrays of strings, integers, numbers or booleans)", cmpOr(string(items.Get("type")), "untyped items"))
+		return nil, "", fmt.Sprintf("an array of %s cannot be expressed (only arrays of strings, integers, numbers or booleans)", cmp.Or(string(items.Get("type")), "untyped items"))
 	}
 	itemFields, itemNote, skip := scalar(typ, items, nil)
 	if skip != "" {
@@ -205,13 +206,6 @@ func array(s jsonobj.Object) (fields []string, note, skip string) {
 		note = strings.TrimPrefix(note+"; items: "+itemNote, "; ")
 	}
 	return fields, note, ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // enum turns a JSON Schema enum of type typ into the policy's.
