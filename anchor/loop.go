@@ -15,12 +15,17 @@ type Loop struct {
 	done   chan struct{} // closed when Run has returned
 }
 
-// StartLoop runs a.Run in the background with the channel watch returns
-// for the loop's context (e.g. the ledger's Watch) as its wake-up. A nil
-// a returns a nil Loop.
-func StartLoop(a *Anchorer, watch func(context.Context) <-chan []byte) *Loop {
-	if a == nil {
-		return nil
+// StartLoop makes the Anchorer of opts (see New) and runs its Run in the
+// background, with the channel watch returns for the loop's context (e.g.
+// the ledger's Watch) as its wake-up. Options without witnesses anchor
+// nothing: StartLoop returns a nil Loop.
+func StartLoop(opts Options, watch func(context.Context) <-chan []byte) (*Loop, error) {
+	if len(opts.Witnesses) == 0 {
+		return nil, nil
+	}
+	a, err := New(opts)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loop{a: a, log: a.opts.Log, cancel: cancel, done: make(chan struct{})}
@@ -28,7 +33,7 @@ func StartLoop(a *Anchorer, watch func(context.Context) <-chan []byte) *Loop {
 		defer close(l.done)
 		_ = a.Run(ctx, watch(ctx)) // returns ctx.Err()
 	}()
-	return l
+	return l, nil
 }
 
 // Stop ends the loop and waits for it, so that no cosignature is being

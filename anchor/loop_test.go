@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/anchor"
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 )
 
 // TestLoop: the loop anchors the latest checkpoint when woken; Finish,
@@ -17,10 +18,14 @@ func TestLoop(t *testing.T) {
 	w := newInProcessWitness(t, "w.test", u.logKey)
 	wake := make(chan []byte, 1)
 	watched := make(chan struct{})
-	l := anchor.StartLoop(u.anchorer(t, time.Minute, client(t, w.URL, w.VKey)), func(ctx context.Context) <-chan []byte {
+	l, err := anchor.StartLoop(anchor.Options{Log: u.log, LogKey: u.logKey, Store: u.store,
+		Witnesses: []*tlogwitness.Client{client(t, w.URL, w.VKey)}, RetryInterval: time.Minute}, func(ctx context.Context) <-chan []byte {
 		close(watched)
 		return wake
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-watched
 	latest := func() uint64 {
 		size, _, err := u.store.Latest("w.test")
@@ -46,7 +51,7 @@ func TestLoop(t *testing.T) {
 	if err := none.Finish(time.Second); err != nil {
 		t.Errorf("nil Loop Finish = %v", err)
 	}
-	if anchor.StartLoop(nil, nil) != nil {
-		t.Error("StartLoop(nil, ...) is not a nil Loop")
+	if l, err := anchor.StartLoop(anchor.Options{Log: u.log, LogKey: u.logKey, Store: u.store}, nil); l != nil || err != nil {
+		t.Errorf("StartLoop without witnesses = %v, %v; want a nil Loop", l, err)
 	}
 }

@@ -223,18 +223,14 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		ln.Close()
 		return nil, fmt.Errorf("serving cosignatures: %w", err)
 	}
-	if len(cfg.witnesses) > 0 {
-		for _, w := range cfg.witnesses {
-			w.Logger = logger
-		}
-		a, err := anchor.New(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
-			Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: logger})
-		if err != nil {
-			l.Close()
-			ln.Close()
-			return nil, fmt.Errorf("--witness: %w", err)
-		}
-		s.anchor = anchor.StartLoop(a, l.Watch)
+	for _, w := range cfg.witnesses {
+		w.Logger = logger
+	}
+	if s.anchor, err = anchor.StartLoop(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
+		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: logger}, l.Watch); err != nil {
+		l.Close()
+		ln.Close()
+		return nil, fmt.Errorf("--witness: %w", err)
 	}
 	s.http = newHTTPServer(s.svc, cfg, logger)
 	scheme := "http"

@@ -252,13 +252,12 @@ func (s *Station) hold() {
 	for dir, pub := range s.own {
 		s.ship(Chain{dir, pub})
 	}
-	if e := s.cfg.Embedded; e != nil && len(e.Witnesses) > 0 {
-		a, err := anchor.New(anchor.Options{Log: h.log, LogKey: e.LogKey, Store: h.log.CosignatureStore(),
-			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Logger: s.log})
+	if e := s.cfg.Embedded; e != nil {
+		var err error
+		h.loop, err = anchor.StartLoop(anchor.Options{Log: h.log, LogKey: e.LogKey, Store: h.log.CosignatureStore(),
+			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Logger: s.log}, h.log.Watch)
 		if err != nil { // Witnesses with one name twice: the caller checks that
 			s.log.Error("the embedded ledger's checkpoints are not anchored", "err", err)
-		} else {
-			h.loop = anchor.StartLoop(a, h.log.Watch)
 		}
 	}
 	s.log.Info("holding the ledger: shipping every chain of the receipts directory", "receipts", s.cfg.Receipts, "ledger", s.ledgerName())
