@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/bankdoor/bankdoor/proxy"
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/httpserve"
+	"github.com/bankdoor/bankdoor/proxy/oauth"
 )
 
 // listenFlags make the proxy serve agents over streamable HTTP.
@@ -38,8 +41,19 @@ type listenFlags struct {
 	maxBank   int
 	maxReqs   int
 	bodyWait  time.Duration
+	oauth     oauthFlags
 
 	tls *tls.Config // loaded by check; nil: plain HTTP
+}
+
+// oauthFlags make the gateway an OAuth 2.1 resource server (package
+// proxy/oauth).
+type oauthFlags struct {
+	issuer   string
+	resource string
+	scopes   repeated
+	claim    string
+	agents   repeated // CLAIMVALUE=AGENT
 }
 
 func (f *listenFlags) register(fs *flag.FlagSet) {
@@ -54,6 +68,11 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBank, "max-bank-sessions", httpserve.DefaultMaxBankSessions, "with --listen: most open sessions of all agents together, and so most bank server sessions (processes, with a command after --)")
 	fs.IntVar(&f.maxReqs, "max-requests", httpserve.DefaultMaxRequests, "with --listen: most POSTs in flight per agent; more are refused with 429")
 	fs.DurationVar(&f.bodyWait, "body-timeout", httpserve.DefaultBodyTimeout, "with --listen: a POST body not read whole this long after its headers is refused with 408")
+	fs.StringVar(&f.oauth.issuer, "oauth-issuer", "", "with --listen: accept OAuth 2.1 access tokens (JWTs) of the authorization server with this issuer URL, for --oauth-resource and --oauth-scope")
+	fs.StringVar(&f.oauth.resource, "oauth-resource", "", "with --oauth-issuer: this gateway's resource URI as agents reach it, which a token's aud must hold (default http[s]://LISTEN-ADDRESS/mcp)")
+	fs.Var(&f.oauth.scopes, "oauth-scope", "with --oauth-issuer: a scope every token must grant (repeatable; at least one)")
+	fs.StringVar(&f.oauth.claim, "oauth-agent-claim", "sub", "with --oauth-issuer: the token claim that names the agent")
+	fs.Var(&f.oauth.agents, "oauth-agent", "with --oauth-issuer: VALUE=AGENT, a value of --oauth-agent-claim and the agent it is (repeatable); given any, a token whose value is not one is refused; given none, the value is the agent name")
 }
 
 // check reports serve flags that do not go together and loads the TLS
@@ -67,6 +86,20 @@ func (f *listenFlags) check() error {
 		if f.cert != "" || f.key != "" || f.agentCA != "" {
 			return hint(errors.New("--listen-cert, --listen-key and --agent-ca need --listen"), "serve agents over HTTPS with --listen HOST:PORT, or drop them")
 		}
+		if f.oauth.issuer != "" {
+			return hint(errors.New("--oauth-issuer needs --listen"), "serve agents over HTTP with --listen HOST:PORT, or drop it")
+		}
+	}
+	if f.oauth.issuer == "" {
+		if f.oauth.resource != "" || len(f.oauth.scopes) > 0 || len(f.oauth.agents) > 0 || f.oauth.claim != "sub" {
+			return hint(errors.New("--oauth-resource, --oauth-scope, --oauth-agent and --oauth-agent-claim need --oauth-issuer"), "name the authorization server with --oauth-issuer URL, or drop them")
+		}
+	} else if len(f.oauth.scopes) == 0 {
+		return hint(errors.New("--oauth-issuer needs --oauth-scope"), "name the scope a token must grant to reach this gateway, e.g. --oauth-scope bankdoor")
+	} else if _, err := f.oauth.agentsMap(); err != nil {
+		return err
+	}
+	if f.addr == "" {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(f.addr)
@@ -84,11 +117,52 @@ func (f *listenFlags) check() error {
 		return hint(errors.New("--max-sessions, --max-bank-sessions, --max-requests, --idle-timeout and --body-timeout must be positive"),
 			"give a count of at least 1 or a duration such as 2m, or leave the flag out for its default")
 	}
-	if f.tokens == "" && f.agentCA == "" {
+	if f.tokens == "" && f.agentCA == "" && f.oauth.issuer == "" {
 		return hint(errors.New("--listen needs a way for agents to authenticate"),
-			"give --agent-tokens FILE (bearer tokens) or --agent-ca FILE (client certificates, with --listen-cert)")
+			"give --agent-tokens FILE (bearer tokens), --agent-ca FILE (client certificates, with --listen-cert) or --oauth-issuer URL (OAuth access tokens)")
 	}
 	return nil
+}
+
+// agentsMap parses the --oauth-agent VALUE=AGENT flags; nil if none.
+func (f *oauthFlags) agentsMap() (map[string]string, error) {
+	if len(f.agents) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, a := range f.agents {
+		value, agent, ok := strings.Cut(a, "=")
+		if !ok || value == "" {
+			return nil, hint(fmt.Errorf("--oauth-agent %q: not VALUE=AGENT", a), "give the claim's value and the agent name, e.g. --oauth-agent 0oa1f2c3@clients=reconciler")
+		}
+		if _, dup := m[value]; dup {
+			return nil, hint(fmt.Errorf("--oauth-agent: %s %q given twice", f.claim, value), "give each value once")
+		}
+		m[value] = agent
+	}
+	return m, nil
+}
+
+// verifier makes the OAuth verifier of the flags (nil without
+// --oauth-issuer), fetching the authorization server's metadata; addr is
+// where the gateway listens, for the default resource URI.
+func (f *oauthFlags) verifier(scheme string, addr net.Addr, logger *slog.Logger) (*oauth.Verifier, error) {
+	if f.issuer == "" {
+		return nil, nil
+	}
+	agents, err := f.agentsMap()
+	if err != nil {
+		return nil, err
+	}
+	resource := cmp.Or(f.resource, scheme+"://"+addr.String()+"/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := oauth.New(ctx, oauth.Config{Issuer: f.issuer, Resource: resource, Scopes: f.scopes, AgentClaim: f.claim, Agents: agents, CheckAgent: httpserve.CheckAgent})
+	if err != nil {
+		return nil, hint(fmt.Errorf("--oauth-issuer: %w", err), "check --oauth-issuer, --oauth-resource and --oauth-scope, and that the authorization server is reachable from here")
+	}
+	logger.Info("accepting OAuth access tokens", "issuer", f.issuer, "resource", resource, "metadata", v.MetadataURL())
+	return v, nil
 }
 
 // agentsConfig is what serving agents needs from cmdProxy.
@@ -126,14 +200,21 @@ func serveAgents(e *env, c *agentsConfig) int {
 	if c.serve.tls != nil {
 		scheme = "https"
 	}
+	verifier, err := c.serve.oauth.verifier(scheme, ln.Addr(), c.logger)
+	if err != nil {
+		return exitErr(e, exitFailure, err)
+	}
 	srv := httpserve.New(httpserve.Config{
-		Tokens: tokens, ClientCerts: c.serve.agentCA != "", Origins: append([]string{scheme + "://" + ln.Addr().String()}, c.serve.origins...),
+		Tokens: tokens, OAuth: verifier, ClientCerts: c.serve.agentCA != "", Origins: append([]string{scheme + "://" + ln.Addr().String()}, c.serve.origins...),
 		MaxBody: int64(c.maxFrame), BodyTimeout: c.serve.bodyWait, IdleTimeout: c.serve.idle,
 		MaxSessions: c.serve.maxSess, MaxBankSessions: c.serve.maxBank, MaxRequests: c.serve.maxReqs,
 		Logger: c.logger, Start: agents.session, Recorder: agents.recorder,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
+	if verifier != nil {
+		mux.HandleFunc(verifier.MetadataPath(), verifier.ServeMetadata)
+	}
 	hs := &http.Server{Handler: mux, TLSConfig: c.serve.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(c.logger.Handler(), slog.LevelWarn)}
 	e.printf("serving agents at %s://%s/mcp", scheme, ln.Addr())

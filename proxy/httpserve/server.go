@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/proxy"
+	"github.com/bankdoor/bankdoor/proxy/oauth"
 )
 
 // DefaultMaxBody is the default of Config.MaxBody.
@@ -22,6 +24,9 @@ const DefaultMaxBody = proxy.DefaultMaxFrame
 type Config struct {
 	// Tokens are the agents' bearer tokens; nil or empty accepts none.
 	Tokens Tokens
+	// OAuth, if set, accepts an access token it verifies as the agent it
+	// names (see package oauth), when the token is not in Tokens.
+	OAuth *oauth.Verifier
 	// ClientCerts accepts a client certificate that the server's
 	// tls.Config verified (tls.Config.ClientCAs) as the agent its Subject
 	// CommonName names (see "mTLS identities" in the package doc).
@@ -114,9 +119,6 @@ type httpError struct {
 }
 
 func refuse(w http.ResponseWriter, e *httpError) {
-	if e.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="bankdoor"`)
-	}
 	http.Error(w, "bankdoor: "+e.msg, e.status)
 }
 
@@ -128,11 +130,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, &httpError{http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); allowed: %s", o, strings.Join(s.cfg.Origins, ", "))})
 		return
 	}
-	agent, herr := s.authenticate(r.TLS, r.Header.Get("Authorization"))
-	if herr != nil {
-		refuse(w, herr)
+	agent, aerr := s.authenticate(r.Context(), r.TLS, r.Header.Get("Authorization"))
+	if aerr != nil {
+		w.Header().Set("WWW-Authenticate", s.challenge(aerr))
+		refuse(w, aerr.httpError)
 		return
 	}
+	var herr *httpError
 	switch r.Method {
 	case http.MethodPost:
 		var release func()
@@ -158,36 +162,75 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authError is a refused authentication: the refusal and the RFC 6750
+// error code of its challenge ("" for none).
+type authError struct {
+	*httpError
+	code string
+}
+
+func unauthorized(code, msg string) *authError {
+	return &authError{&httpError{http.StatusUnauthorized, msg}, code}
+}
+
 // authenticate returns the agent of a request: the one its verified
 // client certificate names (state is the connection's TLS state, nil over
 // plain HTTP), the one its bearer token (authz, the Authorization header)
-// is given to, or, with both, the one they both name.
-func (s *Server) authenticate(state *tls.ConnectionState, authz string) (string, *httpError) {
+// is given to in the tokens file or, with Config.OAuth, names as an access
+// token, or, with a certificate and a token, the one they both name.
+func (s *Server) authenticate(ctx context.Context, state *tls.ConnectionState, authz string) (string, *authError) {
 	certAgent, herr := s.certAgent(state)
 	if herr != nil {
-		return "", herr
+		return "", &authError{herr, ""}
 	}
 	if authz == "" {
 		if certAgent != "" {
 			return certAgent, nil
 		}
-		if s.cfg.ClientCerts {
-			return "", &httpError{http.StatusUnauthorized, "no client certificate and no bearer token; present a client certificate of the agents' CA or send Authorization: Bearer TOKEN"}
+		switch {
+		case s.cfg.ClientCerts:
+			return "", unauthorized("", "no client certificate and no bearer token; present a client certificate of the agents' CA or send Authorization: Bearer TOKEN")
+		case s.cfg.OAuth != nil:
+			return "", unauthorized("", "missing access token; get one for this resource from the authorization server that its resource_metadata names, and send Authorization: Bearer TOKEN")
 		}
-		return "", &httpError{http.StatusUnauthorized, "missing bearer token; send Authorization: Bearer TOKEN"}
+		return "", unauthorized("", "missing bearer token; send Authorization: Bearer TOKEN")
 	}
 	token, ok := strings.CutPrefix(authz, "Bearer ")
 	if !ok {
-		return "", &httpError{http.StatusUnauthorized, "the Authorization header is not \"Bearer TOKEN\""}
+		return "", unauthorized("invalid_token", "the Authorization header is not \"Bearer TOKEN\"")
 	}
 	agent, ok := s.cfg.Tokens.Agent(token)
-	if !ok {
-		return "", &httpError{http.StatusUnauthorized, "unknown bearer token"}
+	switch {
+	case ok:
+	case s.cfg.OAuth != nil:
+		var err error
+		if agent, err = s.cfg.OAuth.Agent(ctx, token); err != nil {
+			var oe *oauth.Error
+			if !errors.As(err, &oe) {
+				return "", unauthorized("invalid_token", err.Error())
+			}
+			return "", &authError{&httpError{oe.Status, oe.Reason}, oe.Code}
+		}
+	default:
+		return "", unauthorized("invalid_token", "unknown bearer token")
 	}
 	if certAgent != "" && certAgent != agent {
-		return "", &httpError{http.StatusUnauthorized, fmt.Sprintf("the client certificate is agent %s's but the bearer token is agent %s's; authenticate as one agent", certAgent, agent)}
+		return "", unauthorized("invalid_token", fmt.Sprintf("the client certificate is agent %s's but the bearer token is agent %s's; authenticate as one agent", certAgent, agent))
 	}
 	return agent, nil
+}
+
+// challenge returns the WWW-Authenticate value of a refused
+// authentication: with Config.OAuth, the one package oauth makes, naming
+// the protected resource metadata; otherwise a plain Bearer challenge.
+func (s *Server) challenge(e *authError) string {
+	if s.cfg.OAuth == nil {
+		return `Bearer realm="bankdoor"`
+	}
+	if e.code == "" {
+		return s.cfg.OAuth.Challenge(nil)
+	}
+	return s.cfg.OAuth.Challenge(&oauth.Error{Status: e.status, Code: e.code, Reason: e.msg})
 }
 
 // certAgent returns the agent named by the Subject CommonName of the

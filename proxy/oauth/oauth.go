@@ -1,0 +1,398 @@
+// Package oauth makes the gateway an OAuth 2.1 resource server, as the MCP
+// authorization specification has one
+// (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization):
+// an agent presents an access token that an authorization server issued
+// for the gateway, and the gateway checks it and takes the agent's
+// identity from it. It never passes the token on: the bank server sees
+// the gateway's own credentials (if any), never an agent's token.
+//
+// # Tokens accepted
+//
+// An access token is a JWT (RFC 7519, as profiled by RFC 9068) and is
+// accepted when every one of these holds:
+//
+//   - it is signed (RS256/384/512, PS256/384/512, ES256/384/512 or EdDSA;
+//     never "none" or an HMAC) by a key in the authorization server's JWK
+//     set, whose URL (jwks_uri) New finds in the server's metadata (RFC
+//     8414 .well-known/oauth-authorization-server, else OpenID Connect
+//     discovery .well-known/openid-configuration) and whose keys are
+//     fetched again when a token names a key not yet seen;
+//   - its iss is Config.Issuer, exactly;
+//   - its aud holds Config.Resource, the gateway's canonical resource URI
+//     (RFC 8707, MCP "Token Audience Binding"): a token issued for another
+//     resource, even by the same server, is refused;
+//   - its exp has not passed and its nbf, if any, has (with 5 minutes'
+//     leeway for nbf only);
+//   - it grants every scope of Config.Scopes, in scope (a space-separated
+//     string, RFC 9068) or scp (a list or a string, as several servers
+//     issue it);
+//   - its Config.AgentClaim (sub unless set) is a string that names an
+//     agent: through Config.Agents when that is set (a token whose claim
+//     value is not there is refused), else the value itself, which must
+//     then be an agent name (see CheckAgent in package httpserve).
+//
+// The JWT checks are those of github.com/coreos/go-oidc (signature, JWK
+// set, iss, aud, exp, nbf, algorithms), not code of this package. Opaque
+// tokens, which only token introspection (RFC 7662) could check, are not
+// accepted.
+//
+// # Refusals and the challenge
+//
+// A request without a token, or with one refused, gets the challenge of
+// RFC 6750 §3 with the protected resource metadata's URL (RFC 9728 §5.1)
+// and the scopes needed (MCP "Scope Selection Strategy"):
+//
+//	no token                 401  Bearer resource_metadata="URL", scope="S"
+//	token refused            401  Bearer error="invalid_token", error_description="WHY", resource_metadata="URL", scope="S"
+//	a scope missing          403  Bearer error="insufficient_scope", error_description="WHY", resource_metadata="URL", scope="S"
+//	claim names no agent     403  Bearer error="insufficient_scope", error_description="WHY", resource_metadata="URL", scope="S"
+//
+// # Protected resource metadata
+//
+// Metadata is the gateway's protected resource metadata (RFC 9728 §2), a
+// JSON object served at MetadataPath, the resource's path under
+// /.well-known/oauth-protected-resource (RFC 9728 §3.1; for
+// https://gate.example/mcp it is /.well-known/oauth-protected-resource/mcp):
+//
+//	{"resource": RESOURCE, "authorization_servers": [ISSUER],
+//	 "scopes_supported": [SCOPES], "bearer_methods_supported": ["header"],
+//	 "resource_name": "bankdoor"}
+//
+// A client reads it to find the authorization server, and asks that
+// server for a token for RESOURCE (RFC 8707 resource parameter, or the
+// server's own audience parameter).
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+)
+
+// Config is what a Verifier checks tokens against.
+type Config struct {
+	// Issuer is the authorization server's issuer identifier: an https URL
+	// (http only on a loopback host), exactly as its tokens' iss claim.
+	Issuer string
+	// Resource is the gateway's canonical resource URI (RFC 8707 §2), as
+	// agents reach it: https://HOST[:PORT]/mcp. A token's aud must hold it.
+	Resource string
+	// Scopes must all be granted by a token; at least one.
+	Scopes []string
+	// AgentClaim is the claim that names the agent; "" means sub.
+	AgentClaim string
+	// Agents maps a value of AgentClaim to an agent name; nil means the
+	// value is the agent's name.
+	Agents map[string]string
+	// HTTPClient fetches the metadata and JWK set; nil means a client with
+	// a 10-second timeout.
+	HTTPClient *http.Client
+	// Now is the clock for exp and nbf; nil means time.Now.
+	Now func() time.Time
+	// CheckAgent checks an agent name taken from a claim value.
+	CheckAgent func(string) error
+}
+
+// Verifier checks access tokens (see the package doc).
+type Verifier struct {
+	cfg      Config
+	verifier *oidc.IDTokenVerifier
+	metadata []byte
+	path     string // of the metadata
+	// metadataURL is the metadata's absolute URL.
+	metadataURL string
+}
+
+// signingAlgs are the accepted JWS algorithms: asymmetric only.
+var signingAlgs = []string{
+	oidc.RS256, oidc.RS384, oidc.RS512, oidc.PS256, oidc.PS384, oidc.PS512,
+	oidc.ES256, oidc.ES384, oidc.ES512, oidc.EdDSA,
+}
+
+// New checks cfg, fetches the authorization server's metadata to find its
+// JWK set, and returns a Verifier. The keys themselves are fetched on the
+// first token.
+func New(ctx context.Context, cfg Config) (*Verifier, error) {
+	issuer, err := checkURL("issuer", cfg.Issuer, false)
+	if err != nil {
+		return nil, err
+	}
+	resource, err := checkURL("resource", cfg.Resource, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Scopes) == 0 {
+		return nil, errors.New("no required scope: a token must be asked to grant at least one")
+	}
+	for _, s := range cfg.Scopes {
+		if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(c rune) bool { return c < '!' || c > '~' }) >= 0 {
+			return nil, fmt.Errorf("scope %q: a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)", s)
+		}
+	}
+	if cfg.AgentClaim == "" {
+		cfg.AgentClaim = "sub"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CheckAgent == nil {
+		return nil, errors.New("no agent name check given")
+	}
+	for value, agent := range cfg.Agents {
+		if err := cfg.CheckAgent(agent); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", cfg.AgentClaim, value, err)
+		}
+	}
+	jwks, err := discover(ctx, cfg.HTTPClient, issuer)
+	if err != nil {
+		return nil, err
+	}
+	// The key set's context is a bag of settings (go-oidc): it carries the
+	// HTTP client, and its cancellation is ignored.
+	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), cfg.HTTPClient), jwks)
+	v := &Verifier{cfg: cfg, verifier: oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{
+		ClientID: cfg.Resource, SupportedSigningAlgs: signingAlgs, Now: cfg.Now,
+	})}
+	v.path = "/.well-known/oauth-protected-resource" + strings.TrimSuffix(resource.EscapedPath(), "/")
+	v.metadataURL = (&url.URL{Scheme: resource.Scheme, Host: resource.Host, Path: v.path}).String()
+	v.metadata, err = json.Marshal(map[string]any{
+		"resource":                 cfg.Resource,
+		"authorization_servers":    []string{cfg.Issuer},
+		"scopes_supported":         cfg.Scopes,
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "bankdoor",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkURL checks an issuer or resource URL: absolute, https (or http on
+// a loopback host), no fragment; a resource has no query either (RFC 8707
+// §2), an issuer neither (RFC 8414 §2).
+func checkURL(what, s string, resource bool) (*url.URL, error) {
+	if s == "" {
+		return nil, fmt.Errorf("no %s URL", what)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %v", what, s, err)
+	}
+	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return nil, fmt.Errorf("%s %q: want an absolute https URL without user, query or fragment", what, s)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			if resource {
+				return nil, fmt.Errorf("%s %q: plain http only for a loopback host; agents' tokens travel to it", what, s)
+			}
+			return nil, fmt.Errorf("%s %q: plain http only for a loopback host; the keys that sign tokens come from it", what, s)
+		}
+	default:
+		return nil, fmt.Errorf("%s %q: scheme %q, want https", what, s, u.Scheme)
+	}
+	return u, nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// discover fetches the authorization server's metadata, RFC 8414 first
+// and OpenID Connect discovery second, checks that it is the issuer's,
+// and returns its jwks_uri.
+func discover(ctx context.Context, hc *http.Client, issuer *url.URL) (string, error) {
+	path := strings.TrimSuffix(issuer.EscapedPath(), "/")
+	host := issuer.Scheme + "://" + issuer.Host
+	candidates := []string{
+		host + "/.well-known/oauth-authorization-server" + path,
+		host + path + "/.well-known/openid-configuration",
+	}
+	var errs []error
+	for _, c := range candidates {
+		var md struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := getJSON(ctx, hc, c, &md); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if md.Issuer != issuer.String() {
+			return "", fmt.Errorf("authorization server metadata %s: issuer %q, want %q exactly", c, md.Issuer, issuer)
+		}
+		if _, err := checkURL("jwks_uri of "+c, md.JWKSURI, false); err != nil {
+			return "", err
+		}
+		return md.JWKSURI, nil
+	}
+	return "", fmt.Errorf("authorization server metadata of %s: %w", issuer, errors.Join(errs...))
+}
+
+// maxMetadata bounds the metadata document read.
+const maxMetadata = 1 << 20
+
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: %v", u, err)
+	}
+	if len(body) > maxMetadata {
+		return fmt.Errorf("GET %s: more than %d bytes", u, maxMetadata)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %v", u, err)
+	}
+	return nil
+}
+
+// Error is a refused token: Status is the HTTP status (401 or 403), Code
+// the RFC 6750 error code ("" for a request without a token).
+type Error struct {
+	Status int
+	Code   string
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Reason }
+
+// Agent returns the agent that an access token authenticates, or an
+// *Error saying why the token is refused.
+func (v *Verifier) Agent(ctx context.Context, token string) (string, error) {
+	tok, err := v.verifier.Verify(ctx, token)
+	if err != nil {
+		var exp *oidc.TokenExpiredError
+		if errors.As(err, &exp) {
+			return "", invalid(fmt.Sprintf("the access token expired at %s", exp.Expiry.UTC().Format(time.RFC3339)))
+		}
+		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "oidc: "), "id token", "access token")
+		return "", invalid("access token refused: " + msg)
+	}
+	var claims map[string]any
+	if err := tok.Claims(&claims); err != nil {
+		return "", invalid("access token claims: " + err.Error())
+	}
+	granted := scopes(claims)
+	var missing []string
+	for _, s := range v.cfg.Scopes {
+		if !slices.Contains(granted, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("the access token does not grant scope %s", strings.Join(missing, " "))}
+	}
+	value, ok := claims[v.cfg.AgentClaim].(string)
+	if !ok {
+		return "", invalid(fmt.Sprintf("the access token has no string claim %s to name its agent", v.cfg.AgentClaim))
+	}
+	agent := value
+	if v.cfg.Agents != nil {
+		if agent, ok = v.cfg.Agents[value]; !ok {
+			return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q is not one of this gateway's agents", v.cfg.AgentClaim, value)}
+		}
+	} else if err := v.cfg.CheckAgent(value); err != nil {
+		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q: %v", v.cfg.AgentClaim, value, err)}
+	}
+	return agent, nil
+}
+
+func invalid(reason string) *Error {
+	return &Error{http.StatusUnauthorized, "invalid_token", reason}
+}
+
+// scopes returns the scopes a token grants: scope (a space-separated
+// string) and scp (a list of strings, or a space-separated string).
+func scopes(claims map[string]any) []string {
+	var out []string
+	for _, name := range []string{"scope", "scp"} {
+		switch v := claims[name].(type) {
+		case string:
+			out = append(out, strings.Fields(v)...)
+		case []any:
+			for _, s := range v {
+				if s, ok := s.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Challenge returns the WWW-Authenticate value for a refusal: err is an
+// *Error from Agent, or nil for a request that sent no token.
+func (v *Verifier) Challenge(err *Error) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if err != nil && err.Code != "" {
+		fmt.Fprintf(&b, `error="%s", error_description="%s", `, err.Code, quotable(err.Reason))
+	}
+	fmt.Fprintf(&b, `resource_metadata="%s", scope="%s"`, v.MetadataURL(), strings.Join(v.cfg.Scopes, " "))
+	return b.String()
+}
+
+// quotable makes s fit RFC 6750's error_description: %x20-21 / %x23-5B /
+// %x5D-7E, so no quote, backslash or byte outside printable ASCII.
+func quotable(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c == '"' || c == '\\' {
+			return '\''
+		}
+		if c < ' ' || c > '~' {
+			return '?'
+		}
+		return c
+	}, s)
+}
+
+// MetadataPath is the path at which the gateway serves Metadata.
+func (v *Verifier) MetadataPath() string { return v.path }
+
+// MetadataURL is the absolute URL of the protected resource metadata.
+func (v *Verifier) MetadataURL() string { return v.metadataURL }
+
+// ServeMetadata serves the protected resource metadata document.
+func (v *Verifier) ServeMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "bankdoor: the protected resource metadata is read with GET", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "max-age=300")
+	w.Write(v.metadata)
+}
