@@ -154,7 +154,10 @@ log:
 	}()
 	s.admin = unixClient(admin)
 	proxy := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: "http", Host: "hydra"}); r.Out.Host = r.In.Host },
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: "hydra"})
+			r.Out.Host = r.In.Host
+		},
 		Transport: unixClient(public).Transport,
 	}
 	s.front = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
