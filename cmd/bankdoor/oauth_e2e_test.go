@@ -56,9 +56,11 @@ func startHydra(t *testing.T) *hydra.Server {
 // TestE2EListenOAuth: the gateway as an OAuth 2.1 resource server in front
 // of the fixture over HTTP, with a real authorization server (Ory Hydra)
 // issuing client-credentials tokens. Two agents' tokens are their agents:
-// reads pass, writes are denied, each agent's receipts are its own chain.
-// Tokens for another resource, expired, of another authorization server,
-// or without the scope are refused with their status and a challenge
+// reads pass, writes are
+// denied, each agent's receipts are its own chain.
+// An agent of the tokens file is served beside them. Tokens for another
+// resource, expired, of another authorization server, or without the
+// scope, and a token neither in the file nor a JWT, are refused with their status and a challenge
 // naming the protected resource metadata, which names the issuer. The bank
 // sees the gateway's own credential on every request, never an agent's
 // token (no passthrough).
@@ -68,12 +70,13 @@ func TestE2EListenOAuth(t *testing.T) {
 	w := newWorld(t)
 	ctx := testContext(t, 2*time.Minute)
 	f := w.fixture()
+	tokensFile, static := agentTokens(t) // alice and bob; bob's alone is used
 	const bankSecret = "gateway-credential-9f3e"
 	bank := startHTTPFixture(t, f, "BANK_FIXTURE_HTTP_TOKEN="+bankSecret)
 
 	cmd := exec.Command(built.bankdoor, "proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts,
 		"--listen", "127.0.0.1:0", "--oauth-issuer", as.Issuer, "--oauth-scope", "bankdoor",
-		"--url", bank.URL, "--header-env", "Authorization=BANK_TOKEN")
+		"--agent-tokens", tokensFile, "--url", bank.URL, "--header-env", "Authorization=BANK_TOKEN")
 	cmd.Env = mcptest.Env("BANKDOOR_HOME="+w.home, "BANK_TOKEN=Bearer "+bankSecret)
 	p, err := mcptest.Serve(ctx, cmd, mcptest.ProxyServing)
 	if err != nil {
@@ -113,6 +116,7 @@ func TestE2EListenOAuth(t *testing.T) {
 		body        string
 	}{
 		{"no token", "", 401, "", "missing access token"},
+		{"neither in the tokens file nor a JWT", strings.Repeat("c3", 20), 401, "invalid_token", "access token refused: malformed"},
 		{"another resource", tokenOnly(token(as, "carol", "bankdoor", "http://127.0.0.1:1/mcp")), 401, "invalid_token", "expected audience"},
 		{"another authorization server", tokenOnly(token(other, "alice", "bankdoor", resource)), 401, "invalid_token", "access token refused"},
 		{"without the scope", tokenOnly(token(as, "carol", "other", resource)), 403, "insufficient_scope", "does not grant scope bankdoor"},
@@ -164,13 +168,17 @@ func TestE2EListenOAuth(t *testing.T) {
 		t.Errorf("refused tokens made agent keys (%v)", err)
 	}
 
+	// alice and carol by access token, bob by the tokens file at once.
+	bearer := map[string]string{"bob": static["bob"]}
+	for _, agent := range []string{"alice", "carol"} {
+		bearer[agent], _ = token(as, agent, "bankdoor", resource)
+	}
 	clients := map[string]*http.Client{}
-	for _, agent := range []string{"alice", "bob"} {
-		tok, _ := token(as, agent, "bankdoor", resource)
+	for agent, tok := range bearer {
 		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
 	}
 	readAndBeDenied(t, p, f, clients)
-	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2})
+	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2, "carol": 2})
 
 	log := bank.Stderr()
 	if !strings.Contains(log, "token matches") || strings.Contains(log, "refused") {

@@ -18,7 +18,10 @@
 //	  CommonName is not an agent name                   401 Unauthorized, WWW-Authenticate: Bearer
 //	neither a verified client certificate nor an
 //	  Authorization header                              401 Unauthorized, WWW-Authenticate: Bearer
-//	Authorization not "Bearer TOKEN" of the tokens file  401 Unauthorized, WWW-Authenticate: Bearer
+//	Authorization not "Bearer TOKEN" of the tokens file
+//	  nor, with Config.OAuth, an access token it accepts 401 Unauthorized, WWW-Authenticate: Bearer
+//	with Config.OAuth, an access token without a
+//	  required scope or whose claim names no agent      403 Forbidden, WWW-Authenticate: Bearer
 //	client certificate and bearer token of two agents   401 Unauthorized, WWW-Authenticate: Bearer
 //	method other than POST, GET, DELETE                 405 Method Not Allowed
 //	POST past Config.MaxRequests POSTs of this agent
@@ -164,6 +167,19 @@
 //
 // AGENT names the agent's signing key directory and receipts directory, so
 // that each agent's receipts form their own chain under their own key.
+//
+// # OAuth access tokens
+//
+// With Config.OAuth, the gateway is also an OAuth 2.1 resource server
+// (package oauth): a bearer token that is not in the tokens file is
+// checked as an access token, and the agent is the one its claim names.
+// Every 401 and 403 of authentication then carries the challenge package
+// oauth makes, with the URL of the protected resource metadata (RFC 9728)
+// and the scopes needed, and the RFC 6750 error code (invalid_token,
+// insufficient_scope) when a token was refused. The token authenticates
+// the agent and goes no further: a session's relay gets the messages of
+// the POST bodies, never a header, so the bank server sees only what the
+// gateway itself sends it.
 //
 // # mTLS identities
 //
