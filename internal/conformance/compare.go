@@ -14,14 +14,27 @@ import (
 // gateway, and why they differ.
 type Row struct {
 	Scenario string `json:"scenario"`
-	Direct   string `json:"direct"`  // "pass" or "fail: ..." (the failed checks)
-	Gateway  string `json:"gateway"` // the same, through bankdoor
+	Direct   string `json:"direct"` // "pass" or "fail: ..." (the failed checks)
+	// Gateway is the same, through bankdoor, or HollowPass.
+	Gateway string `json:"gateway"`
 	// Why is empty when both runs agree; "gate deny: RULE" when the
 	// gateway's failure is a deny the gate documents; "passes only
-	// through bankdoor: ..." when only the gateway passes; otherwise
-	// "relay difference: ..." (to investigate).
+	// through bankdoor: ..." when only the gateway passes, and every check
+	// the server fails succeeds through it; "hollow pass: ..." (with
+	// Gateway HollowPass) when only the gateway passes, without those
+	// checks succeeding, and the gate denied something during the run;
+	// otherwise "relay difference: ..." (to investigate).
 	Why string `json:"why,omitempty"`
 }
+
+// HollowPass is the gateway outcome of a scenario that passed through
+// bankdoor only without a success of the checks the server fails, while
+// the gate denied something in the run: the deny's answer, not the
+// server, decided the outcome (e.g. server-sse-polling against
+// server-everything takes the JSON answer of a deny of its tool as "SSE
+// tests not applicable" and never looks at a tool result). It is not
+// counted as a pass.
+const HollowPass = "hollow pass"
 
 // denied finds the rule in the message of a gate deny ("bankdoor denied
 // WHAT: RULE: REASON (receipt ID)").
@@ -38,7 +51,8 @@ func outcome(r Result) string {
 	return "fail: " + strings.Join(r.Failures(), "; ")
 }
 
-// Explain compares a scenario's direct and gateway results.
+// Explain compares a scenario's direct and gateway results; the gateway's
+// Denials tell a hollow pass from a real one (see [HollowPass]).
 func Explain(direct, gateway Result) Row {
 	row := Row{Scenario: direct.Scenario, Direct: outcome(direct), Gateway: outcome(gateway)}
 	if direct.Passed() == gateway.Passed() && row.Direct == row.Gateway {
@@ -52,23 +66,105 @@ func Explain(direct, gateway Result) Row {
 	case direct.Passed() == gateway.Passed():
 		row.Why = "relay difference: both fail, with other checks or messages"
 	case gateway.Passed():
-		row.Why = "passes only through bankdoor: the server alone fails it (a stricter gateway, e.g. its Origin check, or a check a deny skipped)"
+		row.Gateway, row.Why = onlyThrough(direct, gateway)
 	default:
 		row.Why = "relay difference: fails only through bankdoor"
 	}
 	return row
 }
 
-// Compare runs each scenario against direct, then against gateway, with
+// onlyThrough explains a scenario that fails directly and passes through
+// the gateway, from what the gateway's run shows: a check the server
+// fails counts as passed through bankdoor only if the gateway's run has a
+// SUCCESS check of the same id.
+func onlyThrough(direct, gateway Result) (outcome, why string) {
+	var unshown []string
+	for _, id := range direct.failedIDs() {
+		if !gateway.succeeded(id) {
+			unshown = append(unshown, id)
+		}
+	}
+	if len(unshown) == 0 {
+		ids, verb := direct.failedIDs(), "succeeds"
+		if len(ids) > 1 {
+			verb = "succeed"
+		}
+		return "pass", "passes only through bankdoor: " + strings.Join(ids, ", ") + ", which the server fails, " + verb + " through the gateway"
+	}
+	without := without(unshown, gateway) + ", which the server fails"
+	if len(gateway.Denials) == 0 {
+		return "pass", "relay difference: passes only through bankdoor, " + without
+	}
+	var ds []string
+	for _, d := range gateway.Denials {
+		ds = append(ds, d.String())
+	}
+	why = "hollow pass: the gate denied " + strings.Join(ds, ", ") + ", and the scenario passed " + without
+	if m := lastMessage(gateway); m != "" {
+		why += fmt.Sprintf(" (its last check: %q)", m)
+	}
+	return HollowPass, why + "; the pass tests nothing the server fails"
+}
+
+// without says which of the check ids did not run in r, and which ran
+// without a success.
+func without(ids []string, r Result) string {
+	var notRun, notSucceeded []string
+	for _, id := range ids {
+		if r.ran(id) {
+			notSucceeded = append(notSucceeded, id)
+		} else {
+			notRun = append(notRun, id)
+		}
+	}
+	var parts []string
+	if len(notRun) > 0 {
+		parts = append(parts, "without running "+strings.Join(notRun, ", "))
+	}
+	if len(notSucceeded) > 0 {
+		parts = append(parts, "without a success of "+strings.Join(notSucceeded, ", "))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// lastMessage is the details message of the last check of r that has
+// one: what the scenario said last, e.g. why it skipped its test.
+func lastMessage(r Result) string {
+	for i := len(r.Checks) - 1; i >= 0; i-- {
+		if m := r.Checks[i].Message(); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// RunGateway runs scenario through g as Run does, and puts in the result
+// the denies g signed receipts for while it ran. The runner has exited
+// when Run returns, and a deny's receipt is on disk before its answer, so
+// the receipts after those there before the run are the run's own.
+func (s *Suite) RunGateway(ctx context.Context, g *Gateway, scenario, dir string) (Result, error) {
+	before, err := g.receipts()
+	if err != nil {
+		return Result{Scenario: scenario}, err
+	}
+	r, err := s.Run(ctx, g.URL, scenario, dir)
+	if err != nil {
+		return r, err
+	}
+	r.Denials, err = g.denialsAfter(len(before))
+	return r, err
+}
+
+// Compare runs each scenario against direct, then through gateway, with
 // results under dir/direct and dir/gateway, and returns the table.
-func (s *Suite) Compare(ctx context.Context, direct, gateway string, scenarios []string, dir string) ([]Row, error) {
+func (s *Suite) Compare(ctx context.Context, direct string, gateway *Gateway, scenarios []string, dir string) ([]Row, error) {
 	var rows []Row
 	for _, sc := range scenarios {
 		d, err := s.Run(ctx, direct, sc, filepath.Join(dir, "direct"))
 		if err != nil {
 			return rows, fmt.Errorf("direct: %w", err)
 		}
-		g, err := s.Run(ctx, gateway, sc, filepath.Join(dir, "gateway"))
+		g, err := s.RunGateway(ctx, gateway, sc, filepath.Join(dir, "gateway"))
 		if err != nil {
 			return rows, fmt.Errorf("through bankdoor: %w", err)
 		}
@@ -98,6 +194,6 @@ func (s *Suite) Table(ctx context.Context, t Target, bankdoor, work string, flag
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Compare(ctx, u.URL, g.URL, scenarios, filepath.Join(work, "results"))
+	rows, err := s.Compare(ctx, u.URL, g, scenarios, filepath.Join(work, "results"))
 	return rows, errors.Join(err, g.Close())
 }

@@ -57,6 +57,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,6 +170,21 @@ type Check struct {
 	ID           string `json:"id"`
 	Status       string `json:"status"`
 	ErrorMessage string `json:"errorMessage,omitempty"`
+	// Details is the check's details member as written, an object whose
+	// shape differs check by check (see [Check.Message]).
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// Message is the message member of the check's details (what an INFO
+// check says, e.g. why the scenario skipped a test), or "".
+func (c Check) Message() string {
+	var d struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(c.Details, &d) != nil {
+		return ""
+	}
+	return d.Message
 }
 
 // Result is one run of one scenario.
@@ -176,6 +192,9 @@ type Result struct {
 	Scenario string
 	Checks   []Check
 	Elapsed  time.Duration
+	// Denials are the denies the gateway signed while the scenario ran
+	// through it (see [Suite.RunGateway]); none for a direct run.
+	Denials []Denial
 }
 
 // Passed reports whether the run had checks and none failed.
@@ -189,6 +208,27 @@ func (r Result) Passed() bool {
 		}
 	}
 	return true
+}
+
+// ran reports whether the run has a check with id, whatever its status.
+func (r Result) ran(id string) bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return c.ID == id })
+}
+
+// succeeded reports whether the run has a SUCCESS check with id.
+func (r Result) succeeded(id string) bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return c.ID == id && c.Status == "SUCCESS" })
+}
+
+// failedIDs returns the ids of the failed checks, each once, in order.
+func (r Result) failedIDs() []string {
+	var ids []string
+	for _, c := range r.Checks {
+		if c.Status == "FAILURE" && !slices.Contains(ids, c.ID) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
 }
 
 // Failures returns "ID: errorMessage" of each failed check.

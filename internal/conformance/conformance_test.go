@@ -73,7 +73,7 @@ func TestConformanceSubset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	rows, err := b.suite.Compare(ctx, b.direct.URL, b.gateway.URL, Subset, t.TempDir())
+	rows, err := b.suite.Compare(ctx, b.direct.URL, b.gateway, Subset, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,37 @@ func TestConformanceSubset(t *testing.T) {
 }
 
 func short(outcome string) string { s, _, _ := strings.Cut(outcome, ":"); return s }
+
+// TestOnlyThroughBankdoor runs, against server-everything, the two
+// scenarios the report's table shows failing directly and passing
+// through bankdoor, and holds Explain to what each run shows:
+// dns-rebinding-protection passes through bankdoor for a real reason
+// (the gateway refuses the foreign Host and Origin, which the server
+// accepts), and server-sse-polling is a hollow pass: the gate denies its
+// tool test_reconnection, which server-everything lacks (tool.not_allowed),
+// and the scenario takes the deny's JSON answer as "SSE tests not
+// applicable", so it never checks a tool result.
+func TestOnlyThroughBankdoor(t *testing.T) {
+	b := newBench(t, ServerEverything)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rows, err := b.suite.Compare(ctx, b.direct.URL, b.gateway, []string{"dns-rebinding-protection", "server-sse-polling"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		t.Logf("%s: direct %s; bankdoor %s; %s", r.Scenario, r.Direct, r.Gateway, r.Why)
+	}
+	if r := rows[0]; r.Gateway != "pass" || !strings.HasPrefix(r.Why, "passes only through bankdoor: ") {
+		t.Errorf("dns-rebinding-protection: bankdoor %q, why %q; want a real pass only through bankdoor", r.Gateway, r.Why)
+	}
+	r := rows[1]
+	for _, want := range []string{"hollow pass: ", `denied tools/call "test_reconnection" (tool.not_allowed)`, "without running incoming-sse-event", "Server returned JSON instead of SSE stream"} {
+		if r.Gateway != HollowPass || !strings.Contains(r.Why, want) {
+			t.Errorf("server-sse-polling: bankdoor %q, why %q; want %q, why with %q", r.Gateway, r.Why, HollowPass, want)
+		}
+	}
+}
 
 // TestProgressTwentyRuns runs the suite's tools-call-with-progress
 // scenario against the reference server 20 times through the gateway and
@@ -162,27 +193,50 @@ func TestParseList(t *testing.T) {
 }
 
 // TestExplain: a gate deny is named by its rule, a failure that is not a
-// deny is a relay difference, and agreeing runs have no reason.
+// deny is a relay difference, agreeing runs have no reason, and a pass
+// only through bankdoor is real when the checks the server fails succeed
+// through it, hollow when they do not and the gate denied something in the
+// run, and a relay difference otherwise.
 func TestExplain(t *testing.T) {
 	pass := []Check{{ID: "c", Status: "SUCCESS"}}
 	fail := func(msg string) []Check { return []Check{{ID: "c", Status: "FAILURE", ErrorMessage: msg}} }
 	deny := `Failed: MCP error -32001: bankdoor denied tools/call "t": tool.not_allowed: tool "t" is not in the allowlist (receipt 000001.json)`
+	// What server-sse-polling reports against server-everything: directly
+	// the tool's error result fails incoming-sse-event; through bankdoor
+	// the deny's JSON answer ends the scenario with an INFO check.
+	sseDirect := []Check{{ID: "incoming-sse-event", Status: "INFO"}, {ID: "incoming-sse-event", Status: "FAILURE", ErrorMessage: "Tool call failed"},
+		{ID: "server-sse-priming-event", Status: "WARNING"}}
+	sseGateway := []Check{{ID: "outgoing-request", Status: "INFO", Details: json.RawMessage(`{"method":"POST"}`)},
+		{ID: "server-sse-content-type", Status: "INFO", Details: json.RawMessage(`{"contentType":"application/json","message":"Server returned JSON instead of SSE stream - priming event tests not applicable"}`)}}
+	reconnect := []Denial{{Receipt: "000001.json", Tool: "test_reconnection", Rule: "tool.not_allowed"}}
+	method := []Denial{{Receipt: "000002.json", Rule: "method.not_exposed", Reason: `method "prompts/get" needs "prompts"`}}
 	for _, c := range []struct {
 		direct, gateway []Check
-		why             string
+		denials         []Denial
+		outcome, why    string
 	}{
-		{pass, pass, ""},
-		{fail("x"), fail("x"), ""},
-		{nil, nil, ""},
-		{pass, fail(deny), "gate deny: tool.not_allowed"},
-		{fail("not found"), fail(deny), "gate deny: tool.not_allowed"},
-		{pass, fail("Expected at least 3 progress notifications, got 2"), "relay difference: fails only through bankdoor"},
-		{fail("x"), fail("y"), "relay difference: both fail, with other checks or messages"},
-		{fail("got 200"), pass, "passes only through bankdoor: the server alone fails it (a stricter gateway, e.g. its Origin check, or a check a deny skipped)"},
+		{pass, pass, nil, "pass", ""},
+		{fail("x"), fail("x"), nil, "fail: c: x", ""},
+		{nil, nil, nil, "fail: no checks", ""},
+		{pass, fail(deny), nil, "fail: c: " + deny, "gate deny: tool.not_allowed"},
+		{fail("not found"), fail(deny), reconnect, "fail: c: " + deny, "gate deny: tool.not_allowed"},
+		{pass, fail("Expected at least 3 progress notifications, got 2"), nil, "fail: c: Expected at least 3 progress notifications, got 2", "relay difference: fails only through bankdoor"},
+		{fail("x"), fail("y"), nil, "fail: c: y", "relay difference: both fail, with other checks or messages"},
+		{fail("got 200"), pass, nil, "pass", "passes only through bankdoor: c, which the server fails, succeeds through the gateway"},
+		{fail("got 200"), pass, reconnect, "pass", "passes only through bankdoor: c, which the server fails, succeeds through the gateway"},
+		{append(fail("a"), Check{ID: "d", Status: "FAILURE"}), append(pass, Check{ID: "d", Status: "SUCCESS"}), nil, "pass",
+			"passes only through bankdoor: c, d, which the server fails, succeed through the gateway"},
+		{sseDirect, sseGateway, reconnect, HollowPass,
+			`hollow pass: the gate denied tools/call "test_reconnection" (tool.not_allowed), and the scenario passed without running incoming-sse-event, which the server fails ` +
+				`(its last check: "Server returned JSON instead of SSE stream - priming event tests not applicable"); the pass tests nothing the server fails`},
+		{fail("x"), []Check{{ID: "c", Status: "INFO"}}, append(reconnect, method...), HollowPass,
+			`hollow pass: the gate denied tools/call "test_reconnection" (tool.not_allowed), method "prompts/get" needs "prompts" (method.not_exposed), ` +
+				`and the scenario passed without a success of c, which the server fails; the pass tests nothing the server fails`},
+		{sseDirect, sseGateway, nil, "pass", "relay difference: passes only through bankdoor, without running incoming-sse-event, which the server fails"},
 	} {
-		row := Explain(Result{Scenario: "s", Checks: c.direct}, Result{Scenario: "s", Checks: c.gateway})
-		if row.Why != c.why {
-			t.Errorf("Explain(%v, %v).Why = %q, want %q", c.direct, c.gateway, row.Why, c.why)
+		row := Explain(Result{Scenario: "s", Checks: c.direct}, Result{Scenario: "s", Checks: c.gateway, Denials: c.denials})
+		if row.Gateway != c.outcome || row.Why != c.why {
+			t.Errorf("Explain(%v, %v, denials %v) = gateway %q, why %q;\nwant gateway %q, why %q", c.direct, c.gateway, c.denials, row.Gateway, row.Why, c.outcome, c.why)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
+	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
 // Target is an MCP server the suite runs against.
@@ -218,4 +219,43 @@ func (g *Gateway) Stderr() string { return g.srv.Stderr() }
 func (g *Gateway) Close() error {
 	g.front.Close()
 	return g.srv.Stop()
+}
+
+// Denial is a deny the gateway signed a receipt for.
+type Denial struct {
+	Receipt string // the receipt's file name, NNNNNN.json
+	Tool    string // the tool of a tools/call, or "" (the reason names the method)
+	Rule    string
+	Reason  string
+}
+
+// String names what was denied, and the rule.
+func (d Denial) String() string {
+	if d.Tool != "" {
+		return fmt.Sprintf("tools/call %q (%s)", d.Tool, d.Rule)
+	}
+	return fmt.Sprintf("%s (%s)", d.Reason, d.Rule)
+}
+
+// receipts returns the names of the gateway's receipt files, in seq order.
+func (g *Gateway) receipts() ([]string, error) { return mcptest.Receipts(g.Receipts) }
+
+// denialsAfter returns the denies among the gateway's receipts after the
+// first n, in seq order.
+func (g *Gateway) denialsAfter(n int) ([]Denial, error) {
+	names, err := g.receipts()
+	if err != nil {
+		return nil, err
+	}
+	var ds []Denial
+	for _, name := range names[min(n, len(names)):] {
+		r, err := mcptest.ReadReceipt(g.Receipts, name)
+		if err != nil {
+			return nil, err
+		}
+		if r.Decision == receipt.Deny {
+			ds = append(ds, Denial{Receipt: name, Tool: r.Tool, Rule: r.Rule, Reason: r.Reason})
+		}
+	}
+	return ds, nil
 }

@@ -76,7 +76,9 @@ func conformanceSection(b *strings.Builder, tables []ConformanceTable) {
 	b.WriteString("The official MCP conformance suite's server scenarios, run directly against a server over streamable HTTP and through `bankdoor proxy --listen` in front of it " +
 		"(`internal/conformance`; the gateway runs with `internal/conformance/testdata/TARGET.yaml`, which exposes every feature and allows the target's tools, pinned). " +
 		"`reference` is the suite's own everything-server, for which every scenario is written; `server-everything` is the npm demonstration server, which lacks many of the tools, prompts and resources the scenarios call. " +
-		"A difference is explained as a gate deny (its rule), as passing only through bankdoor, or as a relay difference to investigate.\n\n")
+		"A difference is explained as a gate deny (its rule); as passing only through bankdoor, when the checks the server fails succeed through the gateway; " +
+		"as a hollow pass, not counted as a pass, when the scenario passes through bankdoor only because a gate deny (named, from its receipt) kept it from the checks the server fails; " +
+		"or as a relay difference to investigate.\n\n")
 	for _, t := range tables {
 		fmt.Fprintf(b, "### %s (%s)\n\n", t.Target, t.Suite)
 		if t.Status != StatusMeasured {
@@ -85,16 +87,23 @@ func conformanceSection(b *strings.Builder, tables []ConformanceTable) {
 				continue
 			}
 		}
-		direct, through := 0, 0
+		direct, through, hollow := 0, 0, 0
 		for _, r := range t.Rows {
 			if r.Direct == "pass" {
 				direct++
 			}
-			if r.Gateway == "pass" {
+			switch r.Gateway {
+			case "pass":
 				through++
+			case conformance.HollowPass:
+				hollow++
 			}
 		}
-		fmt.Fprintf(b, "%d scenarios in %.0f s: %d pass directly, %d through bankdoor.\n\n", len(t.Rows), t.Elapsed, direct, through)
+		fmt.Fprintf(b, "%d scenarios in %.0f s: %d pass directly, %d through bankdoor", len(t.Rows), t.Elapsed, direct, through)
+		if hollow > 0 {
+			fmt.Fprintf(b, " (and %d hollow %s, not counted)", hollow, plural(hollow, "pass", "passes"))
+		}
+		b.WriteString(".\n\n")
 		b.WriteString("| Scenario | Direct | Through bankdoor | Why they differ |\n|---|---|---|---|\n")
 		for _, r := range t.Rows {
 			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.Scenario, cell(clip(r.Direct)), cell(clip(r.Gateway)), cell(r.Why))

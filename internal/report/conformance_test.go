@@ -21,6 +21,10 @@ func TestConformanceSection(t *testing.T) {
 			{Scenario: "tools-call-with-progress", Direct: "pass", Gateway: "fail: p: got 2 | " + strings.Repeat("x", 400), Why: "relay difference: fails only through bankdoor"},
 		}},
 		{Target: "server-everything", Suite: "s@1", Status: "not measured: no npm"},
+		{Target: "other", Suite: "s@1", Status: StatusMeasured, Elapsed: 5, Rows: []conformance.Row{
+			{Scenario: "ping", Direct: "pass", Gateway: "pass"},
+			{Scenario: "server-sse-polling", Direct: "fail: incoming-sse-event: Tool call failed", Gateway: conformance.HollowPass, Why: "hollow pass: the gate denied x"},
+		}},
 	}
 	conformanceSection(&b, tables)
 	md := b.String()
@@ -29,6 +33,8 @@ func TestConformanceSection(t *testing.T) {
 		"| `ping` | pass | pass |  |",
 		"| `tools-call-with-progress` | pass | fail: p: got 2 \\| xxx", "… | relay difference: fails only through bankdoor |",
 		"### server-everything (s@1)\n\nnot measured: no npm\n",
+		"2 scenarios in 5 s: 1 pass directly, 1 through bankdoor (and 1 hollow pass, not counted).\n",
+		"| `server-sse-polling` | fail: incoming-sse-event: Tool call failed | hollow pass | hollow pass: the gate denied x |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)

@@ -44,9 +44,10 @@
 //     the gate; "moved_cents" must be above 0.
 //   - "conformance": one [ConformanceTable] per target; each row is a
 //     scenario with "direct" and "gateway" ("pass" or "fail: " and the
-//     failed checks) and "why" they differ ("gate deny: RULE", "passes
-//     only through bankdoor: ..." or "relay difference: ..."), absent when
-//     they agree.
+//     failed checks; "gateway" may also be "hollow pass", which the counts
+//     leave out) and "why" they differ ("gate deny: RULE", "passes only
+//     through bankdoor: ...", "hollow pass: ..." or "relay difference:
+//     ..."; see conformance.Row), absent when they agree.
 //   - "measurements": [Measurement] rows with a stable "id". "status" is
 //     "measured", or "not measured: WHY" (a figure this build cannot take
 //     yet, never an invented number), or "failed: WHY". A measured row has
