@@ -271,6 +271,15 @@ func TestRemoteShipLock(t *testing.T) {
 	waitFor(t, "the standby did not take over", s2.Holding)
 	deny(t, w2, n2, 5)
 	s2.Close()
+	// The last shipper's Append may have given up at Close while its batch
+	// was committing: the ledger's Close waits for the commit.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = ledger.Open(filepath.Join(dir, "remote.db"), ledger.Options{Origin: origin, Signer: signer, Agents: keys}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	if h, ok, err := l.Head(a.KeyID); err != nil || !ok || h.Seq != 15 || l.Size() != 15 {
 		t.Errorf("remote ledger head %+v, %v, %v, size %d; want seq 15, size 15", h, ok, err, l.Size())
 	}
