@@ -3,9 +3,12 @@ package rpc_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -243,5 +246,45 @@ func TestHealth(t *testing.T) {
 	}
 	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || got.Status != "ok" || got.Size != 2 {
 		t.Fatalf("GET /healthz = %s %q (%v), want 200 with status ok and size 2", resp.Status, body, err)
+	}
+}
+
+// TestCompressLargeAnswersOnly: a client that accepts gzip gets small
+// answers (Append's, a checkpoint) uncompressed and a large one (a page of
+// entries) compressed.
+func TestCompressLargeAnswersOnly(t *testing.T) {
+	a := newAgent(t)
+	l := newTestLedger(t, nil, a)
+	rs := a.Chain(t, 20)
+	post := func(procedure, body string) (string, int) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), "POST", l.srv.URL+procedure, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept-Encoding", "gzip") // set by hand: the transport leaves the answer as sent
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %s, %v", procedure, resp.Status, err)
+		}
+		return resp.Header.Get("Content-Encoding"), int(n)
+	}
+	for _, r := range rs {
+		body := fmt.Sprintf(`{"receipts":[%q]}`, base64.StdEncoding.EncodeToString(r))
+		if enc, n := post(ledgerv1connect.LedgerServiceAppendProcedure, body); enc != "" {
+			t.Fatalf("Append's answer (%d bytes) sent with Content-Encoding %q; want none", n, enc)
+		}
+	}
+	if enc, n := post(ledgerv1connect.LedgerServiceGetCheckpointProcedure, `{}`); enc != "" {
+		t.Errorf("GetCheckpoint's answer (%d bytes) sent with Content-Encoding %q; want none", n, enc)
+	}
+	if enc, n := post(ledgerv1connect.LedgerServiceGetEntriesProcedure, `{"start":"0","count":"20"}`); enc != "gzip" {
+		t.Errorf("GetEntries' answer of 20 receipts (%d bytes on the wire) sent with Content-Encoding %q; want gzip", n, enc)
 	}
 }
