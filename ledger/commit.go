@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 
@@ -61,7 +62,10 @@ func (l *Log) commit(batch []*request) {
 	b := &batchState{size: l.size, heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
 	results := make([]result, len(batch))
 	var st treeState
+	start := time.Now()
+	var prepared time.Duration
 	err := l.store.Update(func(tx store.Tx) error {
+		defer func() { prepared = time.Since(start) }()
 		b.tx = tx
 		for i, r := range batch {
 			results[i] = b.apply(r)
@@ -89,6 +93,10 @@ func (l *Log) commit(batch []*request) {
 			}
 		}
 	default:
+		l.stats.commits.Add(1)
+		l.stats.receipts.Add(uint64(len(b.added)))
+		l.stats.prepare.Add(int64(prepared))
+		l.stats.total.Add(int64(time.Since(start)))
 		l.rng, l.size = st.rng, st.size
 		l.publish(published{note: st.note, size: st.size})
 	}
