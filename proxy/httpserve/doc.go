@@ -69,7 +69,10 @@
 // a 400. Each such body gets its own key, and the relay answers every frame
 // it cannot read before it reads the next, so each answer goes back on the
 // request that sent its body even when several are in flight. Without a
-// valid session the refusal is the text one.
+// valid session the refusal is the text one, with a receipt
+// session.missing or session.unknown in the agent's chain (args_sha256
+// that of the body read, of nothing for a body too large), as for any
+// request of an authenticated agent outside a session.
 //
 // A POSTed request is answered with 200 and its JSON-RPC answer as
 // application/json, including the gate's denials (a JSON-RPC error naming

@@ -248,10 +248,11 @@ func TestSlowBody(t *testing.T) {
 // TestRefusalOutsideSession: an authenticated agent's request without a
 // session id, or with one that is not its own open session, is refused
 // and leaves a receipt with its rule in that agent's chain, named in the
-// refusal; a request refused before authentication leaves none.
+// refusal, also when its body is unreadable or too large; a request
+// refused before authentication leaves none.
 func TestRefusalOutsideSession(t *testing.T) {
 	recs := map[string]*memRecorder{"alice": {}, "bob": {}}
-	ts, _, _ := newLimitServer(t, Config{Recorder: func(agent string) (proxy.Recorder, error) { return recs[agent], nil }})
+	ts, _, _ := newLimitServer(t, Config{MaxBody: 1024, Recorder: func(agent string) (proxy.Recorder, error) { return recs[agent], nil }})
 	sidA := initialize(t, ts, tokenA)
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"transfer"}}`
 	for _, tt := range []struct {
@@ -263,6 +264,9 @@ func TestRefusalOutsideSession(t *testing.T) {
 		{req{method: "POST", token: tokenA, ctype: "application/json", body: call}, 400, "alice", RuleSessionMissing, "receipt 000001.json"},
 		{req{method: "POST", token: tokenB, session: sidA, ctype: "application/json", body: call}, 404, "bob", RuleSessionUnknown, "receipt 000001.json"},
 		{req{method: "GET", token: tokenA, session: "feed", accept: "text/event-stream"}, 404, "alice", RuleSessionUnknown, "receipt 000002.json"},
+		// A body that is not one message, or too large, outside a session.
+		{req{method: "POST", token: tokenA, ctype: "application/json", body: `[1,2]`}, 400, "alice", RuleSessionMissing, "receipt 000003.json"},
+		{req{method: "POST", token: tokenB, session: "feed", ctype: "application/json", body: strings.Repeat(" ", 2000)}, 413, "bob", RuleSessionUnknown, "receipt 000002.json"},
 	} {
 		resp, body := do(t, ts, tt.r)
 		if resp.StatusCode != tt.status || !strings.Contains(body, "bankdoor: "+tt.rule+": ") || !strings.Contains(body, tt.receiptInMsg) {
@@ -270,7 +274,7 @@ func TestRefusalOutsideSession(t *testing.T) {
 		}
 	}
 	do(t, ts, req{method: "POST", token: "nope", ctype: "application/json", body: call})
-	want := map[string]string{"alice": "[deny session.missing deny session.unknown]", "bob": "[deny session.unknown]"}
+	want := map[string]string{"alice": "[deny session.missing deny session.unknown deny session.missing]", "bob": "[deny session.unknown deny session.unknown]"}
 	for agent, rec := range recs {
 		if got := fmt.Sprint(rec.rules()); got != want[agent] {
 			t.Errorf("%s's receipts: %s, want %s", agent, got, want[agent])

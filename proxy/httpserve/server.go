@@ -296,10 +296,18 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 // like a stdio line, and the relay denies it with a receipt and answers
 // with id null; that answer is the body of a refusal with herr's status
 // (the transport spec allows a JSON-RPC error without id in a 400). Without
-// a valid session herr itself is the answer.
+// a valid session herr itself is the answer, and the refusal leaves a
+// receipt in the agent's chain as lookup's do (its args_sha256 is that of
+// the body read, empty for one too large).
 func (s *Server) unreadable(w http.ResponseWriter, r *http.Request, agent string, f inFrame, herr *httpError) *httpError {
 	ss, lerr := s.find(r, agent)
 	if lerr != nil {
+		rule := RuleSessionUnknown
+		if lerr.status == http.StatusBadRequest {
+			rule = RuleSessionMissing
+		}
+		s.recordRefusal(agent, rule, proxy.Event{Decision: "deny", Rule: rule,
+			Reason: r.Method + ": " + herr.msg + "; " + lerr.msg, ArgsSHA256: sha256Hex(f.msg)}, herr)
 		return herr
 	}
 	defer ss.release()
