@@ -79,7 +79,7 @@ const (
 	minNode = 22
 )
 
-//go:embed npm/package.json npm/package-lock.json reference/everything-server.ts
+//go:embed npm/package.json npm/package-lock.json reference/everything-server.ts reference/ts-client.mjs
 var files embed.FS
 
 // project is the npm project Install installs.
@@ -87,7 +87,7 @@ func project() *npmproject.Project {
 	return &npmproject.Project{
 		Name: "conformance", FS: files, Package: Package, Version: Version,
 		Files: []npmproject.File{{Name: "package.json", Src: "npm/package.json"}, {Name: "package-lock.json", Src: "npm/package-lock.json"},
-			{Name: "everything-server.ts", Src: "reference/everything-server.ts"}},
+			{Name: "everything-server.ts", Src: "reference/everything-server.ts"}, {Name: "ts-client.mjs", Src: "reference/ts-client.mjs"}},
 	}
 }
 

@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,7 +28,7 @@ type bench struct {
 // hold more sessions than the default: the runner never sends DELETE, and
 // session lifecycle is tested elsewhere; here the table measures the
 // relay.
-func newBench(t *testing.T, target Target) *bench {
+func newBench(t *testing.T, target Target, flags ...string) *bench {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -44,7 +46,7 @@ func newBench(t *testing.T, target Target) *bench {
 	}
 	t.Cleanup(u.Close)
 	g, err := StartGateway(ctx, GatewayConfig{Bankdoor: bin, Target: target, Upstream: u.URL,
-		Work: t.TempDir(), Flags: []string{"--max-sessions", "200"}})
+		Work: t.TempDir(), Flags: append([]string{"--max-sessions", "200"}, flags...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +239,87 @@ func TestExplain(t *testing.T) {
 		row := Explain(Result{Scenario: "s", Checks: c.direct}, Result{Scenario: "s", Checks: c.gateway, Denials: c.denials})
 		if row.Gateway != c.outcome || row.Why != c.why {
 			t.Errorf("Explain(%v, %v, denials %v) = gateway %q, why %q;\nwant gateway %q, why %q", c.direct, c.gateway, c.denials, row.Gateway, row.Why, c.outcome, c.why)
+		}
+	}
+}
+
+// TestTypeScriptClientSession measures the session lifecycle with a real
+// client, the official TypeScript SDK's (ts-client.mjs): once connected
+// it keeps its notification stream open, so its session survives a pause
+// of three idle timeouts and its next call is served; its close() sends
+// no DELETE, and the gateway closes the session one idle timeout after
+// the stream broke. The figures are logged (go test -v -run
+// TestTypeScriptClientSession ./internal/conformance).
+func TestTypeScriptClientSession(t *testing.T) {
+	const idle = 2 * time.Second
+	b := newBench(t, Reference, "--idle-timeout", idle.String(), "-v")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.suite.Node(), filepath.Join(b.suite.Dir, "ts-client.mjs"), b.gateway.URL)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr mcptest.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	next := func(prefix string) string {
+		t.Helper()
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), prefix) {
+			t.Fatalf("ts-client printed %q, want %q...; its stderr: %s\ngateway:\n%s", lines.Text(), prefix, stderr.String(), b.gateway.Stderr())
+		}
+		return strings.TrimPrefix(lines.Text(), prefix)
+	}
+	sid := next("connected ")
+	waitLog(ctx, t, b.gateway, "notification stream open", sid)
+
+	time.Sleep(3 * idle) // the pause under test, not a wait for an event
+	if logged(b.gateway, "closing an idle session", sid) {
+		t.Fatalf("the gateway closed the session of a client whose stream was open:\n%s", b.gateway.Stderr())
+	}
+	fmt.Fprintln(stdin, "call")
+	next("called")
+
+	closed := time.Now()
+	fmt.Fprintln(stdin, "close")
+	next("closed")
+	waitLog(ctx, t, b.gateway, "notification stream closed", sid)
+	broke := time.Since(closed)
+	waitLog(ctx, t, b.gateway, "closing an idle session", sid)
+	t.Logf("TypeScript SDK client: session kept through a %v pause with its stream open; after close() (no DELETE) the stream broke in %v and the session was closed %v after close() (--idle-timeout %v)",
+		3*idle, broke.Round(time.Millisecond), time.Since(closed).Round(time.Millisecond), idle)
+}
+
+// logged reports whether the gateway's log has a line with msg for
+// session sid.
+func logged(g *Gateway, msg, sid string) bool {
+	for _, l := range strings.Split(g.Stderr(), "\n") {
+		if strings.Contains(l, msg) && strings.Contains(l, sid) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitLog waits until the gateway logs msg for session sid.
+func waitLog(ctx context.Context, t *testing.T, g *Gateway, msg, sid string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !logged(g, msg, sid) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the gateway never logged %q for session %s:\n%s", msg, sid, g.Stderr())
+		case <-tick.C:
 		}
 	}
 }

@@ -356,7 +356,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, agent string) *http
 	if busy {
 		return &httpError{http.StatusConflict, "this session already has a notification stream open"}
 	}
-	defer func() { ss.mu.Lock(); ss.streaming = false; ss.mu.Unlock() }()
+	s.cfg.Logger.Info("notification stream open", "agent", agent, "session", ss.id)
+	defer func() {
+		ss.mu.Lock()
+		ss.streaming = false
+		ss.mu.Unlock()
+		s.cfg.Logger.Info("notification stream closed", "agent", agent, "session", ss.id)
+	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
