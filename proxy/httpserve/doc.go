@@ -127,11 +127,14 @@
 //
 // Real clients rarely end their sessions: the TypeScript SDK's close() and
 // the MCP conformance runner send no DELETE, they just stop. A connected
-// SDK client keeps its GET stream open (the TypeScript SDK, 1.32.2 read,
-// opens it once notifications/initialized is accepted, and close() aborts
-// it with its requests), so its session never idles however long the
-// agent thinks between calls, and once it stops, the stream breaks and
-// the session is idle from that moment; clients without a
+// SDK client keeps its GET stream open (the TypeScript SDK 1.32.2 opens it
+// once notifications/initialized is accepted, and close() aborts it with
+// its requests), so its session never idles however long the agent
+// thinks between calls, and once it stops, the stream breaks and the
+// session is idle from that moment (measured with that client by
+// TestTypeScriptClientSession in internal/conformance: a 6-second pause
+// with a 2-second idle timeout kept the session; after close() the
+// stream broke within milliseconds and the session closed 2.06 s later); clients without a
 // stream send the requests of one task seconds apart. Two minutes of
 // idleness therefore ends abandoned sessions quickly without ending live
 // ones; a session closed under a client gets 404, on which the transport
