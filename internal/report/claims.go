@@ -88,6 +88,8 @@ func Claims(r *Report) []Claim {
 		procsClaim(r),
 		takeoverClaim(r),
 		appendClaim(r),
+		boundClaim(r, "appends-batched-of-bound", "In-process group commit reaches 0.6 of this machine's physical bound of durable appends (measured in the same run)", 0.6),
+		boundClaim(r, "verify-offline-of-bound", "Offline verification of a receipts directory reaches 0.7 of the bound of its checks on all cores (measured in the same run)", 0.7),
 		proofClaim(r),
 		anchorClaim(r),
 		anchoredRateClaim(r),
@@ -350,4 +352,22 @@ func Failed(claims []Claim) []Claim {
 		}
 	}
 	return out
+}
+
+// boundClaim reports a ratio row (see Bound) against its goal: a
+// performance figure, reported, never judged held or failed.
+func boundClaim(r *Report, id, text string, goal float64) Claim {
+	c := Claim{ID: id, Evidence: "m-" + id, Text: text}
+	m, ok := find(r.Measurements, id)
+	if !ok {
+		c.Status, c.Figure = "not measured: no "+id+" row (see m-ledger-bound)", "-"
+		return c
+	}
+	side := "below the goal"
+	if m.Value >= goal {
+		side = "at or above the goal"
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("%.2f of the bound, %s", m.Value, side)
+	return c
 }

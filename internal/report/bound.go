@@ -1,0 +1,120 @@
+package report
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/bankdoor/bankdoor/ledger/receipt"
+)
+
+// boundBatch is the request size of the bound's commit measurement.
+const boundBatch = 256
+
+// Bound measures, in this run and on this machine, the physical bound of
+// durable appends, against which the ledger's own figures are judged
+// (issue 16). Its model has two stages:
+//
+//   - c, the CPU time per receipt of the checks every append must make
+//     and cannot share: receipt.Open (strict parse, the agent's key, the
+//     Ed25519 signature) and the leaf hash, measured on one goroutine over
+//     n receipts of 64 agents; these run on every core at once;
+//   - k, the time per receipt of the durable commits (the writes of a
+//     transaction, its signed checkpoint and bbolt's two fdatasyncs) when
+//     the same n receipts are appended in requests of 256 from one
+//     caller, from the ledger's Stats; commits are serial.
+//
+// With the checks of the next batch overlapping the commit of this one,
+// the bound is 1/max(c/cores, k) receipts a second; the checks alone
+// (what offline verification must do per receipt) bound that at
+// cores/c. It returns the bound row, and c and cores for the ratios.
+func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c time.Duration, cores int, err error) {
+	lb.progress("ledger: the physical bound, %d receipts", n)
+	cores = runtime.GOMAXPROCS(0)
+	bl, err := openLog(lb.Dir, "bound", 0)
+	if err != nil {
+		return m, 0, 0, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(64)
+	if err != nil {
+		return m, 0, 0, err
+	}
+	work, err := signRoundRobin(as, n)
+	if err != nil {
+		return m, 0, 0, err
+	}
+	keys := map[string]ed25519.PublicKey{}
+	for _, a := range as {
+		keys[a.KeyID] = a.Public()
+	}
+	key := func(r *receipt.Receipt) (ed25519.PublicKey, error) {
+		if k, ok := keys[r.KeyID]; ok {
+			return k, nil
+		}
+		return nil, fmt.Errorf("no key %s", r.KeyID)
+	}
+	var flat [][]byte
+	for i := range n {
+		flat = append(flat, work[i%len(work)][i/len(work)])
+	}
+	start := time.Now()
+	for _, r := range flat {
+		if _, err := receipt.Open(r, key); err != nil {
+			return m, 0, 0, err
+		}
+		rfc6962.DefaultHasher.HashLeaf(r)
+	}
+	c = time.Since(start) / time.Duration(n)
+
+	// Requests of 256 in chain order: each agent's receipts in seq order.
+	for i := 0; i < n; i += boundBatch {
+		if _, err := bl.Append(ctx, flat[i:min(i+boundBatch, n)]); err != nil {
+			return m, 0, 0, fmt.Errorf("ledger bound: %w", err)
+		}
+	}
+	st := bl.Stats()
+	if st.Receipts != uint64(n) {
+		return m, 0, 0, fmt.Errorf("ledger bound: %d receipts committed of %d", st.Receipts, n)
+	}
+	k := st.Total / time.Duration(st.Receipts)
+	stage := max(c/time.Duration(cores), k)
+	m = Measurement{ID: "ledger-bound", Section: "ledger", Status: StatusMeasured, Unit: "receipts/s", N: n,
+		What: fmt.Sprintf("physical bound of durable appends on this machine: 1/max(c/cores, k), with checks c = %.1f µs a receipt (strict parse, Ed25519 verify, leaf hash, one core), commits k = %.1f µs a receipt (requests of %d, mean batch %.0f), cores = %d",
+			us(c), us(k), boundBatch, float64(st.Receipts)/float64(st.Commits), cores),
+		Value: float64(time.Second) / float64(stage)}
+	return m, c, cores, nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// boundRatios returns the rows that judge the ledger's figures in ms
+// against the bound (the row "ledger-bound") and offline verification
+// against the checks alone (cores/c).
+func boundRatios(ms []Measurement, c time.Duration, cores int) []Measurement {
+	bound, ok := find(ms, "ledger-bound")
+	if !ok || bound.Status != StatusMeasured || c <= 0 {
+		return nil
+	}
+	checks := float64(cores) * float64(time.Second) / float64(c)
+	var out []Measurement
+	for _, r := range []struct{ id, of, what string }{
+		{"appends-batched-of-bound", "appends-batched", "durable appends, group commit (64 agents), as a share of the physical bound"},
+		{"verify-offline-of-bound", "verify-offline", "offline verification of a receipts directory, as a share of the checks' bound (cores/c)"},
+	} {
+		m, ok := find(ms, r.of)
+		if !ok || m.Status != StatusMeasured {
+			continue
+		}
+		den := bound.Value
+		if r.of == "verify-offline" {
+			den = checks
+		}
+		out = append(out, Measurement{ID: r.id, Section: m.Section, What: r.what, Status: StatusMeasured, Unit: "× bound", N: m.N, Value: m.Value / den})
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"context"
+	"io"
+	"math"
+	"testing"
+	"time"
+)
+
+// TestBound measures the bound on a small log: a positive rate no faster
+// than the checks on all cores allow, and the ratio rows divide by it.
+func TestBound(t *testing.T) {
+	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
+	m, c, cores, err := lb.Bound(context.Background(), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := float64(cores) * float64(time.Second) / float64(c)
+	if m.Status != StatusMeasured || m.Value <= 0 || m.Value > checks*1.0001 || c <= 0 {
+		t.Fatalf("bound %+v with c %v on %d cores (checks alone: %.0f/s)", m, c, cores, checks)
+	}
+	ms := []Measurement{m,
+		{ID: "appends-batched", Section: "ledger", Status: StatusMeasured, Value: m.Value / 2, N: 10},
+		{ID: "verify-offline", Section: "verify", Status: StatusMeasured, Value: checks / 4, N: 10}}
+	got := boundRatios(ms, c, cores)
+	if len(got) != 2 || math.Abs(got[0].Value-0.5) > 1e-9 || math.Abs(got[1].Value-0.25) > 1e-9 {
+		t.Errorf("ratios %+v, want 0.5 and 0.25", got)
+	}
+	if got := boundRatios(ms[1:], c, cores); got != nil {
+		t.Errorf("ratios without the bound row: %+v, want none", got)
+	}
+}
