@@ -71,6 +71,7 @@ var Subset = []string{"server-initialize", "ping", "logging-set-level", "complet
 // is a documented difference). The whole suite, against both targets,
 // runs in the report.
 func TestConformanceSubset(t *testing.T) {
+	t.Parallel()
 	b := newBench(t, Reference)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -100,6 +101,7 @@ func short(outcome string) string { s, _, _ := strings.Cut(outcome, ":"); return
 // and the scenario takes the deny's JSON answer as "SSE tests not
 // applicable", so it never checks a tool result.
 func TestOnlyThroughBankdoor(t *testing.T) {
+	t.Parallel()
 	b := newBench(t, ServerEverything)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -128,6 +130,7 @@ func TestOnlyThroughBankdoor(t *testing.T) {
 // through bankdoor. Before the gateway answered POSTs on their own event
 // stream, 10 to 14 runs of 20 passed.
 func TestProgressTwentyRuns(t *testing.T) {
+	t.Parallel()
 	const runs = 20
 	b := newBench(t, Reference)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -251,6 +254,7 @@ func TestExplain(t *testing.T) {
 // the stream broke. The figures are logged (go test -v -run
 // TestTypeScriptClientSession ./internal/conformance).
 func TestTypeScriptClientSession(t *testing.T) {
+	t.Parallel()
 	const idle = 2 * time.Second
 	b := newBench(t, Reference, "--idle-timeout", idle.String(), "-v")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
