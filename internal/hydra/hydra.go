@@ -44,6 +44,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bankdoor/bankdoor/internal/toolmod"
 )
 
 // Pkg is Hydra's main package, named in tools/hydra/go.mod's tool
@@ -61,36 +63,17 @@ const ModFile = "tools/hydra/go.mod"
 // startTimeout bounds how long Start waits for Hydra to be ready.
 const startTimeout = 60 * time.Second
 
+// Tool is Hydra as package toolmod builds it: with cgo and the sqlite
+// tags, for its in-memory storage.
+var Tool = toolmod.Tool{Pkg: Pkg, ModFile: ModFile, Cgo: true, Tags: []string{"sqlite", "sqlite_omit_load_extension"}}
+
 // Build compiles Pkg into the file out, as
 //
 //	go build -modfile=ROOT/tools/hydra/go.mod -tags sqlite,sqlite_omit_load_extension -o OUT PKG
 //
 // with CGO_ENABLED=1, run in ROOT, the root of the bankdoor module that
-// holds moduleDir ("" is the current directory).
-func Build(ctx context.Context, moduleDir, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
-	cmd.Dir = moduleDir
-	gomod, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	path := string(bytes.TrimSpace(gomod))
-	if path == "" || path == os.DevNull {
-		return fmt.Errorf("building %s: %q is not inside the bankdoor module, whose %s pins it", Pkg, moduleDir, ModFile)
-	}
-	root := filepath.Dir(path)
-	if out, err = filepath.Abs(out); err != nil {
-		return err
-	}
-	cmd = exec.CommandContext(ctx, "go", "build", "-modfile="+filepath.Join(root, ModFile),
-		"-tags", "sqlite,sqlite_omit_load_extension", "-o", out, Pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", cmd, err, bytes.TrimSpace(msg))
-	}
-	return nil
-}
+// holds moduleDir ("" is the current directory); see toolmod.Tool.Build.
+func Build(ctx context.Context, moduleDir, out string) error { return Tool.Build(ctx, moduleDir, out) }
 
 // Server is a running Hydra.
 type Server struct {

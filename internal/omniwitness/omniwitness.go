@@ -41,6 +41,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/internal/proclisten"
+	"github.com/bankdoor/bankdoor/internal/toolmod"
 )
 
 // Pkg is the witness's main package, named in tools/go.mod's tool
@@ -58,45 +59,17 @@ const ToolsModFile = "tools/go.mod"
 // listenTimeout bounds how long Start waits for the witness to listen.
 const listenTimeout = 20 * time.Second
 
+// Tool is the witness as package toolmod builds it: pure Go, without cgo
+// (its SQLite is modernc.org/sqlite).
+var Tool = toolmod.Tool{Pkg: Pkg, ModFile: ToolsModFile}
+
 // Build compiles Pkg into the file out, as
 //
 //	go build -modfile=ROOT/tools/go.mod -o OUT PKG
 //
 // run in ROOT, the root of the bankdoor module that holds moduleDir (""
-// is the current directory). The go command downloads the modules the
-// module cache lacks, as any build does.
-func Build(ctx context.Context, moduleDir, out string) error {
-	root, err := moduleRoot(ctx, moduleDir)
-	if err != nil {
-		return err
-	}
-	if out, err = filepath.Abs(out); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-modfile="+filepath.Join(root, ToolsModFile), "-o", out, Pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", cmd, err, bytes.TrimSpace(msg))
-	}
-	return nil
-}
-
-// moduleRoot returns the root directory of the module that holds dir,
-// as the go command finds it.
-func moduleRoot(ctx context.Context, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
-	cmd.Dir = dir
-	gomod, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", cmd, err)
-	}
-	path := string(bytes.TrimSpace(gomod))
-	if path == "" || path == os.DevNull {
-		return "", fmt.Errorf("building %s: %q is not inside the bankdoor module, whose %s pins it", Pkg, dir, ToolsModFile)
-	}
-	return filepath.Dir(path), nil
-}
+// is the current directory); see toolmod.Tool.Build.
+func Build(ctx context.Context, moduleDir, out string) error { return Tool.Build(ctx, moduleDir, out) }
 
 // Witness is a running omniwitness.
 type Witness struct {

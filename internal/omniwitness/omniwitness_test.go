@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/internal/omniwitness"
@@ -17,30 +16,12 @@ import (
 // TestVersionIsToolsGoMod: Version and Pkg say what tools/go.mod pins,
 // so the package doc does not drift from the witness really built.
 func TestVersionIsToolsGoMod(t *testing.T) {
-	path := filepath.Join("..", "..", filepath.FromSlash(omniwitness.ToolsModFile))
-	data, err := os.ReadFile(path)
+	version, err := omniwitness.Tool.Pinned(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
-	}
-	f, err := modfile.Parse(path, data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var version string
-	for _, r := range f.Require {
-		if strings.HasPrefix(omniwitness.Pkg, r.Mod.Path+"/") {
-			version = r.Mod.Version
-		}
 	}
 	if version != omniwitness.Version {
-		t.Errorf("%s requires the witness module at %q, Version is %q: update Version and the package doc", path, version, omniwitness.Version)
-	}
-	tool := false
-	for _, tl := range f.Tool {
-		tool = tool || tl.Path == omniwitness.Pkg
-	}
-	if !tool {
-		t.Errorf("%s has no tool directive for %s", path, omniwitness.Pkg)
+		t.Errorf("%s pins the witness at %q, Version is %q: update Version and the package doc", omniwitness.ToolsModFile, version, omniwitness.Version)
 	}
 }
 
