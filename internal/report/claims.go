@@ -88,6 +88,7 @@ func Claims(r *Report) []Claim {
 		procsClaim(r),
 		takeoverClaim(r),
 		appendClaim(r),
+		tesseraClaim(r),
 		proofClaim(r),
 		anchorClaim(r),
 		anchoredRateClaim(r),
