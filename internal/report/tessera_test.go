@@ -37,7 +37,11 @@ func TestSideBySideQuick(t *testing.T) {
 		if !ok || m.Status != StatusMeasured {
 			t.Fatalf("row %s: %+v (present %v), want measured\n%s", id, m, ok, progress.String())
 		}
-		t.Logf("%s: %s %s %+v %s", id, num(m.Value, m.Unit), m.Unit, m.Dist, m.Note)
+		if m.Dist != nil {
+			t.Logf("%s: p50 %s, p99 %s (%s)", id, num(m.Dist.P50, m.Unit), num(m.Dist.P99, m.Unit), m.Note)
+		} else {
+			t.Logf("%s: %s (%s)", id, num(m.Value, m.Unit), m.Note)
+		}
 	}
 	bd, _ := find(r.Measurements, sbsAppendsBankdoor)
 	ts, _ := find(r.Measurements, sbsAppendsTessera)
