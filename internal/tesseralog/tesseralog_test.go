@@ -71,8 +71,10 @@ func TestBuildAndStart(t *testing.T) {
 			t.Errorf("POST /add %q = %q, want index %d", entry, body, i)
 		}
 	}
-	// The log publishes a checkpoint at most once a second.
-	deadline := time.Now().Add(10 * time.Second)
+	// The log publishes a checkpoint at most once a second: poll it.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
 	for {
 		cp, _, _, err := log.ParseCheckpoint([]byte(get(t, l.URL+"/checkpoint")), l.Origin, l.Verifier)
 		if err != nil {
@@ -81,10 +83,11 @@ func TestBuildAndStart(t *testing.T) {
 		if cp.Size == 2 {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-timeout:
 			t.Fatalf("checkpoint size %d 10 s after two appends, want 2\n%s", cp.Size, l.Output())
+		case <-tick.C:
 		}
-		time.Sleep(50 * time.Millisecond) // polling the published checkpoint, not deciding a race
 	}
 	l.Stop()
 	if _, err := http.Get(l.URL + "/checkpoint"); err == nil {
