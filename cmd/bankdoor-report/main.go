@@ -7,7 +7,7 @@
 //
 // Usage, from the module root:
 //
-//	go run ./cmd/bankdoor-report [--quick|--full] [--out DIR] [--readme FILE] [--bankdoor BIN] [--fixture BIN] [--policy P] [--witness BIN] [--work DIR]
+//	go run ./cmd/bankdoor-report [--quick|--full] [--out DIR] [--readme FILE] [--bankdoor BIN] [--fixture BIN] [--policy P] [--witness BIN] [--tessera BIN] [--work DIR]
 //
 // Exit status: 0 every claim held, 1 a claim failed or the run failed,
 // 2 usage error.
@@ -31,16 +31,19 @@ import (
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/internal/omniwitness"
 	"github.com/bankdoor/bankdoor/internal/report"
+	"github.com/bankdoor/bankdoor/internal/tesseralog"
 )
 
-const usage = `usage: bankdoor-report [--quick|--full] [--out DIR] [--readme FILE] [--bankdoor BIN] [--fixture BIN] [--policy P] [--witness BIN] [--work DIR]
+const usage = `usage: bankdoor-report [--quick|--full] [--out DIR] [--readme FILE] [--bankdoor BIN] [--fixture BIN] [--policy P] [--witness BIN] [--tessera BIN] [--work DIR]
 
 Runs the attack catalogue through bankdoor's proxy and straight to the
 fixture bank, times tools/call direct, proxied and denied over stdio and
 over streamable HTTP (proxy --listen), counts denies per second with 1,
 2, 4 and 8 proxies on one receipts directory and times the takeover of
 the embedded ledger after its holder is SIGKILLed, measures the ledger,
-anchoring to a real omniwitness and offline verification (a receipts
+side by side with Tessera's POSIX log (the same load generator
+driving bankdoor ledger serve and Tessera), anchoring to a real
+omniwitness and offline verification (a receipts
 directory, and an export bundle against its checkpoint, whole and
 truncated), runs the MCP conformance suite directly and through proxy
 --listen (against its reference server and server-everything; --quick
@@ -55,7 +58,9 @@ Run it from the module root (go run ./cmd/bankdoor-report): without
 --bankdoor and --fixture it builds ./cmd/bankdoor and ./fixtures/bank-server
 with the go command into the working directory, and (except with --quick)
 the omniwitness that tools/go.mod pins as a tool; if that
-fails, anchoring is "not measured".
+fails, anchoring is "not measured". Without --tessera it builds Tessera's
+POSIX conformance log at the version tools/tessera/go.mod pins (also
+with --quick); if that fails, Tessera's side is "not measured".
 
 Flags:
     --quick          small sizes, for CI (seconds)
@@ -72,6 +77,8 @@ Flags:
                      (default: policies/bankdoor.yaml of the current module)
     --witness BIN    omniwitness binary for the anchoring figures
                      (default: go build it, except with --quick)
+    --tessera BIN    Tessera POSIX conformance log binary for the side by side
+                     (default: go build it from tools/tessera/go.mod)
     --work DIR       working directory, kept afterwards
                      (default: a temporary directory, removed)
 
@@ -90,7 +97,7 @@ const (
 type options struct {
 	quick, full                                  bool
 	out, readme, bankdoor, fixture, policy, work string
-	witness                                      string
+	witness, tessera                             string
 }
 
 func main() {
@@ -133,6 +140,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.fixture, "fixture", "", "")
 	fs.StringVar(&o.policy, "policy", "", "")
 	fs.StringVar(&o.witness, "witness", "", "")
+	fs.StringVar(&o.tessera, "tessera", "", "")
 	fs.StringVar(&o.work, "work", "", "")
 	return fs
 }
@@ -171,6 +179,7 @@ func runReport(ctx context.Context, stderr io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
+	b.Tessera = tessera(ctx, stderr, o, root, work)
 	r, err := report.Run(ctx, report.SettingsFor(mode), b, root, witness(ctx, stderr, o, root, work))
 	if err != nil {
 		return err
@@ -288,6 +297,24 @@ func witness(ctx context.Context, stderr io.Writer, o options, root, work string
 		return report.Witness{Skipped: first}
 	}
 	return report.Witness{Bin: bin}
+}
+
+// tessera returns --tessera, or builds Tessera's POSIX conformance log
+// into work, or says why the side by side has no Tessera.
+func tessera(ctx context.Context, stderr io.Writer, o options, root, work string) report.Tessera {
+	switch {
+	case o.tessera != "":
+		return report.Tessera{Bin: o.tessera}
+	case root == "":
+		return report.Tessera{Skipped: "no --tessera given and not run inside the bankdoor module, so the Tessera log cannot be built"}
+	}
+	fmt.Fprintf(stderr, "report: building %s %s (tools/tessera/go.mod)\n", tesseralog.Pkg, tesseralog.Version)
+	bin := filepath.Join(work, "tessera-posix")
+	if err := tesseralog.Build(ctx, root, bin); err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return report.Tessera{Skipped: first}
+	}
+	return report.Tessera{Bin: bin}
 }
 
 // pinnedCopy writes into work the policy the attack catalogue runs

@@ -25,6 +25,11 @@
 // from fresh keys, verifier.VerifyDir over a receipts directory, and
 // verifier.VerifyAnchored over an export bundle (package verifier/bundle)
 // of the anchoring log, whole and with its newest receipts deleted.
+// [Bench.SideBySide] runs the load generator of package loadgen against
+// the built `bankdoor ledger serve` and Tessera's POSIX conformance log
+// (package tesseralog, built from the module proxy at the version
+// tools/tessera/go.mod pins), alternating, for durable appends/s, the time
+// to a covering checkpoint and the server CPU per entry of each.
 // Nothing leaves the machine: every HTTP server listens on 127.0.0.1 (the
 // conformance suite's npm project is installed from the registry once).
 //

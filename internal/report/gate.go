@@ -31,6 +31,8 @@ type Bench struct {
 	Home       string    // BANKDOOR_HOME holding the proxy's signing key
 	Work       string    // directory for state files and receipts
 	Progress   io.Writer // one line per step
+	// Tessera is the Tessera log of the side-by-side, or why none.
+	Tessera Tessera
 }
 
 // AttackReceipts is the receipts directory of the attack run, under Work.

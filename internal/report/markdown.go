@@ -16,6 +16,7 @@ var sections = []struct{ id, title string }{
 	{"latency", "Latency of one tools/call"},
 	{"procs", "Many proxies on one receipts directory"},
 	{"ledger", "Ledger"},
+	{"tessera", "Side by side with Tessera"},
 	{"anchor", "Anchoring"},
 	{"verify", "Offline verification"},
 }
@@ -62,8 +63,12 @@ func settingsLine(s Settings) string {
 	if s.ProcsDenies > 0 {
 		procs = fmt.Sprintf("; %d denies per many-proxies row, %d SIGKILLs of the ledger's holder", s.ProcsDenies, s.TakeoverRounds)
 	}
-	return fmt.Sprintf("%d timed calls per latency case%s; %d appends batched, %d one per transaction; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
-		s.Calls, procs, s.Appends, s.SingleTx, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
+	sbs := ""
+	if s.SideBySideRounds > 0 {
+		sbs = fmt.Sprintf("; side by side with Tessera: %d writers, %d × %d s per log, alternating", s.SideBySideWriters, s.SideBySideRounds, s.SideBySideSeconds)
+	}
+	return fmt.Sprintf("%d timed calls per latency case%s; %d appends batched, %d one per transaction%s; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
+		s.Calls, procs, s.Appends, s.SingleTx, sbs, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
 }
 
 func anchoring(s Settings) string {

@@ -24,13 +24,13 @@ func SettingsFor(mode string) Settings {
 	switch mode {
 	case "quick":
 		return Settings{Mode: mode, Calls: 50, Appends: 512, SingleTx: 64, CheckpointN: 200, ProofSizes: []uint64{1000}, Proofs: 200, VerifyFiles: 500, VerifyBundle: 500, Anchors: 20,
-			ProcsDenies: 80, TakeoverRounds: 3}
+			ProcsDenies: 80, TakeoverRounds: 3, SideBySideWriters: 256, SideBySideSeconds: 3, SideBySideRounds: 1}
 	case "full":
 		return Settings{Mode: mode, Calls: 1000, Appends: 16384, SingleTx: 1024, CheckpointN: 2000, ProofSizes: []uint64{10_000, 100_000, 1_000_000}, Proofs: 2000, VerifyFiles: 20_000, VerifyBundle: 20_000, Anchors: 200,
-			ProcsDenies: 1600, TakeoverRounds: 10}
+			ProcsDenies: 1600, TakeoverRounds: 10, SideBySideWriters: 1024, SideBySideSeconds: 30, SideBySideRounds: 3}
 	}
 	return Settings{Mode: "default", Calls: 400, Appends: 4096, SingleTx: 256, CheckpointN: 1000, ProofSizes: []uint64{10_000, 100_000}, Proofs: 1000, VerifyFiles: 5000, VerifyBundle: 5000, Anchors: 100,
-		ProcsDenies: 400, TakeoverRounds: 5}
+		ProcsDenies: 400, TakeoverRounds: 5, SideBySideWriters: 1024, SideBySideSeconds: 30, SideBySideRounds: 2}
 }
 
 // Witness is the omniwitness binary for the anchoring measurement, or
@@ -70,6 +70,7 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 		return nil, err
 	}
 	r.Measurements = append(r.Measurements, ledgerRows(ctx, lb, s)...)
+	r.Measurements = append(r.Measurements, b.SideBySide(ctx, s)...)
 	r.Settings.Anchor = w.Bin != ""
 	al, err := lb.openAnchorLog(w)
 	if err != nil {
@@ -201,6 +202,7 @@ var limits = []string{
 	"The proxied latency includes the proxy's own tools/list after every answered call (the pin invariant, package proxy), asked for the moment the answer arrives; the timed agent sends its next call at once, so it waits for what is left of that listing. An agent that thinks between calls waits for none of it. The rug-pull matrix checks that a change is never called; it does not measure a server that behaves differently from what it lists, which no pin can see.",
 	"The many-proxies rows run stdio proxies, each with its own fixture bank and SDK client, on this machine's cores: with more proxies than cores they measure contention for the CPU as well as for the receipts directory's lock (every receipt is written and fsynced under it). The takeover is timed from sending SIGKILL to reading the new holder's log line, so it includes the kernel releasing the dead holder's locks and the standby's retry interval.",
 	"Peak memory is the Go heap sampled every millisecond, not the resident set of the process.",
+	"The side-by-side with Tessera runs `bankdoor ledger serve` and Tessera's POSIX conformance log (cmd/conformance/posix, built from the module proxy at the version tools/tessera/go.mod pins) as they ship, on this machine with the load generator (package loadgen) beside them: its bankdoor writers sign a receipt per request (client CPU Tessera's writers do not spend), which counts against bankdoor's rate, not its server CPU. Tessera's log batches up to 256 entries or 1 s and publishes a checkpoint at most once a second, as its conformance binary is configured (so with fewer than 256 writers each of its batches waits out the second: --quick runs 256); both logs' checkpoints are polled every 10 ms.",
 	"Anchoring is measured with package anchor and one omniwitness on loopback, one checkpoint at a time; `bankdoor anchor` against a remote ledger is not measured.",
 	"The export bundle is made in process from the anchoring log with package verifier/bundle (the code `bankdoor export --ledger-db` runs, without the Connect RPC of `export --ledger`), and is verified with verifier.VerifyAnchored (what `verify --checkpoint` runs, without the command's flags and output); its export, which writes and syncs every file, is not timed. The truncation check deletes the newest receipts only; other tampering with a bundle is covered by package verifier's tests, not by this report.",
 }

@@ -70,6 +70,13 @@ type Settings struct {
 	// before those rows existed.
 	ProcsDenies    int `json:"procs_denies"`
 	TakeoverRounds int `json:"takeover_rounds"`
+	// SideBySideWriters, SideBySideSeconds and SideBySideRounds are the
+	// load of the side-by-side with Tessera (section "tessera"): writers,
+	// seconds per run, runs of each log, alternating. All 0 in a report
+	// made before those rows existed.
+	SideBySideWriters int `json:"side_by_side_writers"`
+	SideBySideSeconds int `json:"side_by_side_s"`
+	SideBySideRounds  int `json:"side_by_side_rounds"`
 }
 
 // AttackRow is one attack sent through the proxy. It held if ActualRule

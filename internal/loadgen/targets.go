@@ -1,0 +1,280 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/agentchain"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/proclisten"
+	"github.com/bankdoor/bankdoor/internal/tesseralog"
+	"github.com/bankdoor/bankdoor/ledger"
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+)
+
+// listenTimeout bounds how long StartBankdoor waits for the server to
+// listen.
+const listenTimeout = 30 * time.Second
+
+// httpClient is the client of both targets: HTTP/1.1, a kept-alive
+// connection per writer plus one for the checkpoint poller.
+func httpClient(writers int) *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: writers + 1}}
+}
+
+// ReceiptSize returns the length of a receipt as the bankdoor writers
+// sign them (package agentchain), the entry size to give Tessera.
+func ReceiptSize() (int, error) {
+	a, err := agentchain.Generate()
+	if err != nil {
+		return 0, err
+	}
+	r, err := a.Next()
+	return len(r), err
+}
+
+// Bankdoor is `bankdoor ledger serve` on a new ledger, with an enrolled
+// agent per writer, as a Target. Its files are in a directory of its own:
+//
+//	DIR/log.key, log.key.vkey  the log's note key (ledger keygen's files)
+//	DIR/agents/KEYID.pem       each writer's public key (--agents)
+//	DIR/ledger.db              the bbolt ledger (--db)
+//	DIR/output.log             what the server writes to stdout and stderr
+type Bankdoor struct {
+	URL      string
+	origin   string
+	verifier note.Verifier
+	agents   []*agentchain.Agent
+	hc       *http.Client
+	client   ledgerv1connect.LedgerServiceClient
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	out      string
+}
+
+// StartBankdoor runs the bankdoor binary bin as `ledger serve` on
+// 127.0.0.1 (a port the kernel picks, found with package proclisten) with
+// origin and writers enrolled agents, its files in dir (which must
+// exist). Stop ends it.
+func StartBankdoor(bin, dir, origin string, writers int) (*Bankdoor, error) {
+	skey, vkey, err := ledger.GenerateKey(origin)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bankdoor{origin: origin, hc: httpClient(writers), exited: make(chan struct{}), out: filepath.Join(dir, "output.log")}
+	if b.verifier, err = note.NewVerifier(vkey); err != nil {
+		return nil, err
+	}
+	key, agents := filepath.Join(dir, "log.key"), filepath.Join(dir, "agents")
+	if err := ledger.WriteKey(key, skey, false); err != nil {
+		return nil, err
+	}
+	if b.agents, err = enroll(agents, writers); err != nil {
+		return nil, err
+	}
+	out, err := os.Create(b.out)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child has its own copy of the descriptor
+	b.cmd = exec.Command(bin, "ledger", "serve", "--db", filepath.Join(dir, "ledger.db"), "--addr", "127.0.0.1:0",
+		"--log-key", key, "--origin", origin, "--agents", agents)
+	b.cmd.Stdout, b.cmd.Stderr = out, out
+	if err := b.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting bankdoor ledger serve %s: %w", bin, err)
+	}
+	go func() {
+		_ = b.cmd.Wait()
+		close(b.exited)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+	defer cancel()
+	addr, err := proclisten.Addr(ctx, b.cmd.Process.Pid, b.exited)
+	if err != nil {
+		b.Stop()
+		return nil, fmt.Errorf("bankdoor ledger serve: %w; its output:\n%s", err, b.Output())
+	}
+	b.URL = "http://" + addr.String()
+	b.client = ledgerv1connect.NewLedgerServiceClient(b.hc, b.URL)
+	return b, nil
+}
+
+// enroll makes n agents with new keys and writes their public keys into
+// dir, as `ledger serve --agents` reads them.
+func enroll(dir string, n int) ([]*agentchain.Agent, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	as := make([]*agentchain.Agent, n)
+	for i := range as {
+		a, err := agentchain.Generate()
+		if err != nil {
+			return nil, err
+		}
+		der, err := x509.MarshalPKIXPublicKey(a.Public())
+		if err != nil {
+			return nil, err
+		}
+		p := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+		if err := os.WriteFile(filepath.Join(dir, agentkey.KeyID(a.Public())+".pem"), p, 0o644); err != nil {
+			return nil, err
+		}
+		as[i] = a
+	}
+	return as, nil
+}
+
+// Name is "bankdoor ledger serve".
+func (b *Bankdoor) Name() string { return "bankdoor ledger serve" }
+
+// PID is the server's process id.
+func (b *Bankdoor) PID() int { return b.cmd.Process.Pid }
+
+// Writer i signs agent i's next receipt and appends it alone.
+func (b *Bankdoor) Writer(i int) (func(context.Context) (uint64, error), error) {
+	if i < 0 || i >= len(b.agents) {
+		return nil, fmt.Errorf("writer %d of %d enrolled agents", i, len(b.agents))
+	}
+	a := b.agents[i]
+	return func(ctx context.Context) (uint64, error) {
+		r, err := a.Next()
+		if err != nil {
+			return 0, err
+		}
+		resp, err := b.client.Append(ctx, connect.NewRequest(&ledgerv1.AppendRequest{Receipts: [][]byte{r}}))
+		if err != nil {
+			return 0, err
+		}
+		if got := resp.Msg.GetIndexes(); len(got) != 1 {
+			return 0, fmt.Errorf("an Append of one receipt was answered with %d indexes", len(got))
+		}
+		return resp.Msg.GetIndexes()[0], nil
+	}, nil
+}
+
+// CheckpointSize asks GetCheckpoint and verifies the note.
+func (b *Bankdoor) CheckpointSize(ctx context.Context) (uint64, error) {
+	resp, err := b.client.GetCheckpoint(ctx, connect.NewRequest(&ledgerv1.GetCheckpointRequest{}))
+	if err != nil {
+		return 0, err
+	}
+	cp, _, _, err := log.ParseCheckpoint(resp.Msg.GetCheckpoint(), b.origin, b.verifier)
+	if err != nil {
+		return 0, err
+	}
+	return cp.Size, nil
+}
+
+// Stop kills the server and waits for it to exit.
+func (b *Bankdoor) Stop() {
+	_ = b.cmd.Process.Kill()
+	<-b.exited
+	b.hc.CloseIdleConnections()
+}
+
+// Output returns what the server has written so far.
+func (b *Bankdoor) Output() string {
+	out, err := os.ReadFile(b.out)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", b.out, err)
+	}
+	return string(out)
+}
+
+// Tessera is a running Tessera POSIX log as a Target: each writer POSTs
+// distinct entries of EntrySize bytes to /add.
+type Tessera struct {
+	Log       *tesseralog.Log
+	EntrySize int
+	run       string // random, so that no two runs send the same entry
+	hc        *http.Client
+}
+
+// NewTessera returns l as a Target for writers writers sending entries of
+// entrySize bytes (at least 64).
+func NewTessera(l *tesseralog.Log, entrySize, writers int) (*Tessera, error) {
+	if entrySize < 64 {
+		return nil, fmt.Errorf("entries of %d bytes: want at least 64, to make each distinct", entrySize)
+	}
+	nonce := make([]byte, 16)
+	rand.Read(nonce) // never fails
+	return &Tessera{Log: l, EntrySize: entrySize, run: hex.EncodeToString(nonce), hc: httpClient(writers)}, nil
+}
+
+// Name is "Tessera POSIX".
+func (t *Tessera) Name() string { return "Tessera POSIX " + tesseralog.Version }
+
+// PID is the log's process id.
+func (t *Tessera) PID() int { return t.Log.PID() }
+
+// Writer i sends entries "RUN WRITER SEQ" padded with dots.
+func (t *Tessera) Writer(i int) (func(context.Context) (uint64, error), error) {
+	seq := 0
+	return func(ctx context.Context) (uint64, error) {
+		seq++
+		e := fmt.Appendf(nil, "%s %d %d ", t.run, i, seq)
+		e = append(e, bytes.Repeat([]byte{'.'}, max(0, t.EntrySize-len(e)))...)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Log.URL+"/add", bytes.NewReader(e))
+		if err != nil {
+			return 0, err
+		}
+		body, err := t.do(req)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseUint(string(body), 10, 64)
+	}, nil
+}
+
+// CheckpointSize GETs /checkpoint and verifies the note.
+func (t *Tessera) CheckpointSize(ctx context.Context) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Log.URL+"/checkpoint", nil)
+	if err != nil {
+		return 0, err
+	}
+	body, err := t.do(req)
+	if err != nil {
+		return 0, err
+	}
+	cp, _, _, err := log.ParseCheckpoint(body, t.Log.Origin, t.Log.Verifier)
+	if err != nil {
+		return 0, err
+	}
+	return cp.Size, nil
+}
+
+func (t *Tessera) do(req *http.Request) ([]byte, error) {
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
+}
+
+// Close closes the client's idle connections.
+func (t *Tessera) Close() { t.hc.CloseIdleConnections() }
