@@ -40,7 +40,6 @@
 package tesseralog
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -52,6 +51,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/internal/proclisten"
+	"github.com/bankdoor/bankdoor/internal/toolmod"
 )
 
 // Pkg is the log's main package, named in tools/tessera/go.mod's tool
@@ -69,35 +69,16 @@ const ModFile = "tools/tessera/go.mod"
 // listenTimeout bounds how long Start waits for the log to listen.
 const listenTimeout = 20 * time.Second
 
+// Tool is the log as package toolmod builds it, without cgo.
+var Tool = toolmod.Tool{Pkg: Pkg, ModFile: ModFile}
+
 // Build compiles Pkg into the file out, as
 //
 //	go build -modfile=ROOT/tools/tessera/go.mod -o OUT PKG
 //
 // with CGO_ENABLED=0, run in ROOT, the root of the bankdoor module that
-// holds moduleDir ("" is the current directory).
-func Build(ctx context.Context, moduleDir, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
-	cmd.Dir = moduleDir
-	gomod, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	path := string(bytes.TrimSpace(gomod))
-	if path == "" || path == os.DevNull {
-		return fmt.Errorf("building %s: %q is not inside the bankdoor module, whose %s pins it", Pkg, moduleDir, ModFile)
-	}
-	root := filepath.Dir(path)
-	if out, err = filepath.Abs(out); err != nil {
-		return err
-	}
-	cmd = exec.CommandContext(ctx, "go", "build", "-modfile="+filepath.Join(root, ModFile), "-o", out, Pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", cmd, err, bytes.TrimSpace(msg))
-	}
-	return nil
-}
+// holds moduleDir ("" is the current directory); see toolmod.Tool.Build.
+func Build(ctx context.Context, moduleDir, out string) error { return Tool.Build(ctx, moduleDir, out) }
 
 // Log is a running Tessera POSIX conformance log.
 type Log struct {

@@ -3,7 +3,6 @@ package tesseralog_test
 import (
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/transparency-dev/formats/log"
-	"golang.org/x/mod/modfile"
 
 	"github.com/bankdoor/bankdoor/internal/tesseralog"
 )
@@ -19,30 +17,12 @@ import (
 // TestVersionIsToolsGoMod: Version and Pkg say what tools/tessera/go.mod
 // pins, so the package doc does not drift from the log really built.
 func TestVersionIsToolsGoMod(t *testing.T) {
-	path := filepath.Join("..", "..", filepath.FromSlash(tesseralog.ModFile))
-	data, err := os.ReadFile(path)
+	version, err := tesseralog.Tool.Pinned(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
-	}
-	f, err := modfile.Parse(path, data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var version string
-	for _, r := range f.Require {
-		if strings.HasPrefix(tesseralog.Pkg, r.Mod.Path+"/") {
-			version = r.Mod.Version
-		}
 	}
 	if version != tesseralog.Version {
-		t.Errorf("%s requires the tessera module at %q, Version is %q: update Version and the package doc", path, version, tesseralog.Version)
-	}
-	tool := false
-	for _, tl := range f.Tool {
-		tool = tool || tl.Path == tesseralog.Pkg
-	}
-	if !tool {
-		t.Errorf("%s has no tool directive for %s", path, tesseralog.Pkg)
+		t.Errorf("%s pins the tessera module at %q, Version is %q: update Version and the package doc", tesseralog.ModFile, version, tesseralog.Version)
 	}
 }
 
