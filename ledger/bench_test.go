@@ -94,14 +94,16 @@ func TestMain(m *testing.M) {
 }
 
 // BenchmarkAppend measures durable appends per second from 64 concurrent
-// appenders, one receipt per Append call: group commit (default MaxBatch)
-// against one receipt per transaction (MaxBatch 1), in one run.
+// appenders, one receipt per Append call: group commit (default MaxBatch),
+// the same without lingering (NoLinger), and one receipt per transaction
+// (MaxBatch 1), in one run.
 func BenchmarkAppend(b *testing.B) {
 	for _, mode := range []struct {
 		name     string
 		maxBatch int
-	}{{"group-commit", 0}, {"tx-per-receipt", 1}} {
-		b.Run(mode.name, func(b *testing.B) { benchAppend(b, 64, mode.maxBatch) })
+		noLinger bool
+	}{{"group-commit", 0, false}, {"group-commit-no-linger", 0, true}, {"tx-per-receipt", 1, false}} {
+		b.Run(mode.name, func(b *testing.B) { benchAppend(b, 64, mode.maxBatch, mode.noLinger) })
 	}
 }
 
@@ -125,12 +127,17 @@ func BenchmarkAppendRequest(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "receipts/s")
 }
 
-func benchAppend(b *testing.B, appenders, maxBatch int) {
+func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
 	agents := make([]*agent, appenders)
 	for i := range agents {
 		agents[i] = newAgent(i)
 	}
 	tl := openTestLog(b, maxBatch, agents...)
+	if noLinger {
+		tl.Close()
+		tl.opts.NoLinger = true
+		tl.reopen(b)
+	}
 	work := make([][][]byte, appenders)
 	for i := range b.N {
 		a := i % appenders

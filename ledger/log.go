@@ -52,10 +52,14 @@ type Agents interface {
 
 // Options configure a Log.
 type Options struct {
-	Origin   string       // checkpoint origin line; must match Signer's name
-	Signer   note.Signer  // signs checkpoints (Ed25519 note key)
-	Agents   Agents       // enrolled agents; Append refuses others
-	MaxBatch int          // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
+	Origin   string      // checkpoint origin line; must match Signer's name
+	Signer   note.Signer // signs checkpoints (Ed25519 note key)
+	Agents   Agents      // enrolled agents; Append refuses others
+	MaxBatch int         // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
+	// NoLinger makes the committer commit what is queued at once, never
+	// lingering for more requests when the CPUs are saturated (see the
+	// package doc); for measurements that compare the two.
+	NoLinger bool
 	Logger   *slog.Logger // commit failures are logged here; nil discards
 	// LockWait is how long Open waits for another process to close the
 	// file: 0 means about a second, a negative value not at all.
@@ -94,8 +98,12 @@ type Log struct {
 	stopped  bool          // set by Close once the last checkpoint is published
 
 	// Owned by the committer goroutine after Open.
-	rng  *compact.Range
-	size uint64
+	rng                  *compact.Range
+	size                 uint64
+	linger               bool // Options.NoLinger unset
+	lingerNext           bool // see collect
+	lingerMax, lingerGap time.Duration
+	cpu                  cpuClock // for lingerNext
 
 	stats commitStats
 }
@@ -186,6 +194,7 @@ func open(s store.Store, path string, opts Options) (*Log, error) {
 		opts:     opts,
 		logger:   opts.Logger,
 		maxBatch: opts.MaxBatch,
+		linger:   !opts.NoLinger, lingerMax: defaultLingerMax, lingerGap: defaultLingerGap,
 		reqs:     make(chan *request, 256),
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),

@@ -2,12 +2,15 @@ package rpc_test
 
 import (
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
 
+	"github.com/bankdoor/bankdoor/ledger"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
 )
 
 // BenchmarkAppend appends batches of fresh receipts over each protocol to
@@ -82,5 +85,55 @@ func BenchmarkGetInclusionProof(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// BenchmarkAppendManyWriters: 256 agents each append their share of b.N
+// receipts, one per call, over the Connect protocol (binary) on HTTP/1.1,
+// one connection each, as internal/loadgen drives ledger serve, with the
+// committer lingering for more requests when the CPUs are saturated (the
+// default) and without (NoLinger), in one run.
+func BenchmarkAppendManyWriters(b *testing.B) {
+	for _, mode := range []struct {
+		name     string
+		noLinger bool
+	}{{"linger", false}, {"no-linger", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			benchManyWriters(b, func(o *ledger.Options) { o.NoLinger = mode.noLinger })
+		})
+	}
+}
+
+func benchManyWriters(b *testing.B, mod func(*ledger.Options)) {
+	const agents = 256
+	as := make([]*agent, agents)
+	for i := range as {
+		as[i] = newAgent(b)
+	}
+	l := newTestLedgerWith(b, nil, mod, as...)
+	chains := make([][][]byte, agents)
+	for i, a := range as {
+		chains[i] = a.Chain(b, (b.N+agents-1)/agents)
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents + 1}}
+	b.Cleanup(hc.CloseIdleConnections)
+	c := ledgerv1connect.NewLedgerServiceClient(hc, l.srv.URL)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, rs := range chains {
+		wg.Go(func() {
+			for _, r := range rs {
+				if _, err := c.Append(b.Context(), appendReq(r)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(agents*len(chains[0]))/b.Elapsed().Seconds(), "receipts/s")
+	if st := l.log.Stats(); st.Commits > 0 {
+		b.ReportMetric(float64(st.Receipts)/float64(st.Commits), "receipts/commit")
+		b.ReportMetric(float64(st.Total.Microseconds())/float64(st.Commits), "µs/commit")
 	}
 }

@@ -46,7 +46,14 @@ type testLedger struct {
 // none). With tlsServer, the server speaks HTTPS (HTTP/1.1 and HTTP/2).
 func newTestLedger(t testing.TB, auth *rpc.Auth, agents ...*agent) *testLedger {
 	t.Helper()
-	l := openTestLedger(t, agents...)
+	return newTestLedgerWith(t, auth, nil, agents...)
+}
+
+// newTestLedgerWith is newTestLedger with the log's options changed by
+// mod (nil: none).
+func newTestLedgerWith(t testing.TB, auth *rpc.Auth, mod func(*ledger.Options), agents ...*agent) *testLedger {
+	t.Helper()
+	l := openTestLedgerWith(t, mod, agents...)
 	l.srv = httptest.NewUnstartedServer(l.mux(auth))
 	var p http.Protocols
 	p.SetHTTP1(true)
@@ -60,6 +67,11 @@ func newTestLedger(t testing.TB, auth *rpc.Auth, agents ...*agent) *testLedger {
 // openTestLedger opens the log and its service without a server.
 func openTestLedger(t testing.TB, agents ...*agent) *testLedger {
 	t.Helper()
+	return openTestLedgerWith(t, nil, agents...)
+}
+
+func openTestLedgerWith(t testing.TB, mod func(*ledger.Options), agents ...*agent) *testLedger {
+	t.Helper()
 	dir := t.TempDir()
 	l := &testLedger{t: t, dir: dir, agents: filepath.Join(dir, "agents"), db: filepath.Join(dir, "ledger.db")}
 	if err := os.Mkdir(l.agents, 0o755); err != nil {
@@ -72,7 +84,11 @@ func openTestLedger(t testing.TB, agents ...*agent) *testLedger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := scratchlog.Open(l.db, ledger.Options{Origin: testOrigin, Agents: dirAgents})
+	opts := ledger.Options{Origin: testOrigin, Agents: dirAgents}
+	if mod != nil {
+		mod(&opts)
+	}
+	sl, err := scratchlog.Open(l.db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
