@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,16 +105,27 @@ func TestCPUTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Hash until getrusage(2) says this process used 100 ms more CPU (by
+	// CPU time, not wall time, so a busy machine cannot shorten it).
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	sum := sha256.Sum256(nil)
-	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
-		sum = sha256.Sum256(sum[:])
+	for start := used(); used()-start < 100*time.Millisecond; {
+		for range 1000 {
+			sum = sha256.Sum256(sum[:])
+		}
 	}
 	after, err := loadgen.CPUTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after-before < 50*time.Millisecond {
-		t.Errorf("CPU time grew by %v over 100 ms of hashing, want at least 50 ms", after-before)
+		t.Errorf("CPU time in /proc grew by %v while getrusage counted 100 ms of hashing, want at least 50 ms", after-before)
 	}
 	if _, err := loadgen.CPUTime(1 << 30); err == nil || !strings.Contains(err.Error(), "/proc/") {
 		t.Errorf("CPUTime of no process = %v, want an error naming /proc", err)
