@@ -24,7 +24,7 @@ func SettingsFor(mode string) Settings {
 	switch mode {
 	case "quick":
 		return Settings{Mode: mode, Calls: 50, Appends: 512, SingleTx: 64, CheckpointN: 200, ProofSizes: []uint64{1000}, Proofs: 200, VerifyFiles: 500, VerifyBundle: 500, Anchors: 20,
-			ProcsDenies: 80, TakeoverRounds: 3, SideBySideWriters: 256, SideBySideSeconds: 3, SideBySideRounds: 1}
+			ProcsDenies: 80, TakeoverRounds: 3, SideBySideWriters: 256, SideBySideSeconds: 3, SideBySideRounds: 0}
 	case "full":
 		return Settings{Mode: mode, Calls: 1000, Appends: 16384, SingleTx: 1024, CheckpointN: 2000, ProofSizes: []uint64{10_000, 100_000, 1_000_000}, Proofs: 2000, VerifyFiles: 20_000, VerifyBundle: 20_000, Anchors: 200,
 			ProcsDenies: 1600, TakeoverRounds: 10, SideBySideWriters: 1024, SideBySideSeconds: 30, SideBySideRounds: 3}

@@ -43,6 +43,12 @@ type Tessera struct {
 // latency). Without a Tessera binary (b.Tessera.Bin) only bankdoor is
 // measured.
 func (b *Bench) SideBySide(ctx context.Context, s Settings) []Measurement {
+	if s.SideBySideRounds == 0 {
+		return notMeasured(append(sbsRows(loadgen.Result{}, errSkipped, "bankdoor", "bankdoor ledger serve (Connect)", ""),
+			append(sbsRows(loadgen.Result{}, errSkipped, "tessera", "Tessera POSIX "+tesseralog.Version+" (POST /add)", ""),
+				Measurement{ID: sbsAppendsRatio, Section: "tessera", What: "durable appends/s, bankdoor ledger serve over Tessera POSIX, measured in one run"})...),
+			"--quick leaves the side by side to go test ./internal/report (TestSideBySideQuick)")
+	}
 	tb := b.Tessera
 	c := loadgen.Config{Writers: s.SideBySideWriters, Duration: time.Duration(s.SideBySideSeconds) * time.Second}
 	var bd, ts []loadgen.Result
@@ -73,6 +79,17 @@ func (b *Bench) SideBySide(ctx context.Context, s Settings) []Measurement {
 		}
 	}
 	return append(append(bdRows, tsRows...), ratioRow(bdRows[0], tsRows[0], bdRows[1], tsRows[1], bdRows[2], tsRows[2]))
+}
+
+// errSkipped stands for the runs a mode without side-by-side rounds skips.
+var errSkipped = errors.New("skipped")
+
+// notMeasured gives every row of ms the status "not measured: " + why.
+func notMeasured(ms []Measurement, why string) []Measurement {
+	for i := range ms {
+		ms[i].Status = "not measured: " + why
+	}
+	return ms
 }
 
 // runBankdoor is one run of `bankdoor ledger serve` on a new ledger.
