@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
-	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
 )
@@ -40,15 +38,15 @@ import (
 // first entry is an agent receipt later than every other: the last one.
 // What the checkpoint does not cover (receipts after its size) no bundle
 // can prove; export again after the next cosigned checkpoint.
-func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignature.Policy, cp *cosignature.Verified) (*AnchoredReport, error) {
+func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.Policy, cp *cosignature.Verified) (*AnchoredReport, error) {
 	b, err := bundle.Read(dir)
 	if err != nil {
 		return nil, &Error{Reason: err.Error()}
 	}
-	if err := sameTree(b, pub, pol, cp); err != nil {
+	if err := sameTree(b, key, pol, cp); err != nil {
 		return nil, err
 	}
-	head, last, err := checkTail(b, pub, cp.Hash)
+	head, last, err := checkTail(b, key, cp.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +65,7 @@ func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignat
 	if len(names) > int(head.Seq) {
 		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
 	}
-	rep, _, err := verifyFiles(rdir, names, pub, opts, proofChecker(b, cp.Hash))
+	rep, _, err := verifyFiles(rdir, names, key, opts, proofChecker(b, cp.Hash))
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +76,8 @@ func verifyBundle(dir string, pub ed25519.PublicKey, opts Options, pol *cosignat
 }
 
 // sameTree checks the bundle is for pub and for cp's tree.
-func sameTree(b *bundle.Bundle, pub ed25519.PublicKey, pol *cosignature.Policy, cp *cosignature.Verified) error {
-	if id := agentkey.KeyID(pub); b.KeyID != id {
+func sameTree(b *bundle.Bundle, key *receipt.Key, pol *cosignature.Policy, cp *cosignature.Verified) error {
+	if id := key.KeyID(); b.KeyID != id {
 		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not the public key's %s", b.KeyID, id)}
 	}
 	bcp, _, err := cosignature.Open(b.Checkpoint, pol.Log)
@@ -99,7 +97,7 @@ func sameTree(b *bundle.Bundle, pub ed25519.PublicKey, pol *cosignature.Policy, 
 // checkTail does step 2. It returns the head the tail proves and the
 // highest seq of the agent's receipts in the tail: the head's, unless the
 // tail holds later ones.
-func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Head, uint64, error) {
+func checkTail(b *bundle.Bundle, key *receipt.Key, root []byte) (bundle.Head, uint64, error) {
 	leaves := make([][]byte, len(b.Tail))
 	for i, e := range b.Tail {
 		leaves[i] = rfc6962.DefaultHasher.HashLeaf(e)
@@ -113,7 +111,7 @@ func checkTail(b *bundle.Bundle, pub ed25519.PublicKey, root []byte) (bundle.Hea
 	if !bytes.Equal(got, root) {
 		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("with the manifest's head leaf %d and range, does not hash to the checkpoint's root: the tail, range or head index was changed", b.Head.Index)}
 	}
-	c := &chain{pub: pub, rep: &Report{KeyID: b.KeyID}}
+	c := &chain{key: key, rep: &Report{KeyID: b.KeyID}}
 	r, err := c.parse(bundle.TailFile, b.Tail[0])
 	if err != nil {
 		return bundle.Head{}, 0, &Error{bundle.TailFile, fmt.Sprintf("its first entry (leaf %d) is not a receipt of the public key: %v", b.Head.Index, err)}

@@ -1,14 +1,12 @@
 package verifier
 
 import (
-	"crypto/ed25519"
 	"path/filepath"
 	"runtime"
 	"sync"
 
 	"github.com/transparency-dev/merkle/rfc6962"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
@@ -22,8 +20,8 @@ const chunk = 4096
 // called (in parallel) with each file's position in names and its leaf
 // hash; its error counts as that file's. The error returned is the one of
 // the first file in seq order that fails, as VerifyDir's would be.
-func verifyFiles(dir string, names []string, pub ed25519.PublicKey, opts Options, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
-	c := &chain{pub: pub, opts: opts, rep: &Report{Dir: dir, KeyID: agentkey.KeyID(pub), FirstSeq: 1}}
+func verifyFiles(dir string, names []string, key *receipt.Key, opts Options, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
+	c := &chain{key: key, opts: opts, rep: &Report{Dir: dir, KeyID: key.KeyID(), FirstSeq: 1}}
 	leaves := make([][]byte, len(names))
 	type parsed struct {
 		data []byte

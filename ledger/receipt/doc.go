@@ -14,6 +14,9 @@
 // encoding and its hash is well defined. Because of that, the message a
 // signature covers is also the file itself less its `,"sig":"…"` member,
 // which is how Open checks it without encoding the receipt again.
+// [OpenKey] is Open with the agent key decoded once ([NewKey]) for
+// checking many receipts; it accepts exactly the signatures
+// crypto/ed25519.Verify accepts (package internal/edverify says how).
 //
 // # Receipt Format
 //

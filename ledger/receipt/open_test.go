@@ -112,3 +112,87 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// keyWith returns a key function for OpenKey that gives k for any receipt.
+func keyWith(k *Key) func(*Receipt) (*Key, error) {
+	return func(*Receipt) (*Key, error) { return k, nil }
+}
+
+// mustKey is NewKey, failing t on error.
+func mustKey(t testing.TB, pub ed25519.PublicKey) *Key {
+	t.Helper()
+	k, err := NewKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// FuzzOpenKey checks that OpenKey accepts exactly what Open accepts with
+// the same public key, failing the same way (the same message, and
+// ErrSignature where Open's wraps it), and that it never panics.
+func FuzzOpenKey(f *testing.F) {
+	for _, b := range exampleFiles(f) {
+		f.Add(b)
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		f.Add(corpusBytes(f, filepath.Join(dir, e.Name())))
+	}
+	pub := testPub()
+	key := mustKey(f, pub)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, fast := OpenKey(b, keyWith(key))
+		_, slow := Open(b, openWith(pub))
+		if (fast == nil) != (slow == nil) || errors.Is(fast, ErrSignature) != errors.Is(slow, ErrSignature) ||
+			(fast != nil && fast.Error() != slow.Error()) {
+			t.Fatalf("OpenKey: %v; Open: %v; for %q", fast, slow, b)
+		}
+	})
+}
+
+func TestOpenKey(t *testing.T) {
+	files := exampleFiles(t)
+	key := mustKey(t, testPub())
+	if key.KeyID() == "" || !bytes.Equal(key.Public(), testPub()) {
+		t.Fatalf("Key: key_id %q, public %x", key.KeyID(), key.Public())
+	}
+	for _, b := range files {
+		r, err := OpenKey(b, keyWith(key))
+		if err != nil {
+			t.Fatalf("OpenKey: %v", err)
+		}
+		if r.KeyID != key.KeyID() {
+			t.Fatalf("receipt key_id %s, key's %s", r.KeyID, key.KeyID())
+		}
+	}
+	if _, err := NewKey(ed25519.PublicKey("short")); err == nil {
+		t.Fatal("NewKey of a 5-byte key: accepted")
+	}
+	// The key function's error comes back unchanged.
+	refused := errors.New("not enrolled")
+	if _, err := OpenKey(files[0], func(*Receipt) (*Key, error) { return nil, refused }); err != refused {
+		t.Fatalf("OpenKey with a refusing key function: err = %v, want it unchanged", err)
+	}
+	if _, err := OpenKey(files[0], keyWith(mustKey(t, otherPub()))); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("OpenKey with another key: err = %v, want a key_id mismatch", err)
+	}
+	// Signed by another key, claiming the real key_id.
+	r, err := Parse(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *r
+	b, err := Sign(&forged, otherKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(forged.KeyID), []byte(r.KeyID), 1)
+	if _, err := OpenKey(b, keyWith(key)); !errors.Is(err, ErrSignature) {
+		t.Fatalf("OpenKey of a forged signature: err = %v, want ErrSignature", err)
+	}
+}

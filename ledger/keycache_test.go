@@ -1,0 +1,98 @@
+package ledger
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// swapAgents is an Agents whose answers the test changes between Appends.
+type swapAgents struct {
+	mu sync.Mutex
+	m  map[string]ed25519.PublicKey
+}
+
+func (s *swapAgents) Lookup(keyID string) (ed25519.PublicKey, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pub, ok := s.m[keyID]
+	return pub, ok
+}
+
+func (s *swapAgents) set(keyID string, pub ed25519.PublicKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pub == nil {
+		delete(s.m, keyID)
+	} else {
+		s.m[keyID] = pub
+	}
+}
+
+// TestAppendKeyCache checks that the cache of decoded agent keys never
+// outlives what Options.Agents says: a key that Agents stops giving, or
+// gives different bytes for, is not used from the cache.
+func TestAppendKeyCache(t *testing.T) {
+	a, b := newAgent(1), newAgent(2)
+	agents := &swapAgents{m: map[string]ed25519.PublicKey{a.KeyID: a.Public()}}
+	tl := openTestLog(t, 0)
+	tl.opts.Agents = agents
+	tl.Close()
+	tl.reopen(t)
+	ctx := context.Background()
+	tl.mustAppend(t, a.Next(t))
+	next := a.Next(t)
+
+	for _, tc := range []struct {
+		name string
+		pub  ed25519.PublicKey
+		want error
+		msg  string
+	}{
+		{"another agent's key under its key_id", b.Public(), ErrInvalid, "does not match"},
+		{"a key of the wrong length", ed25519.PublicKey("short"), ErrInvalid, "not an Ed25519 public key"},
+		{"no longer enrolled", nil, ErrUnknownKey, a.KeyID},
+	} {
+		agents.set(a.KeyID, tc.pub)
+		_, err := tl.Append(ctx, [][]byte{next})
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: Append: %v, want %v naming %q", tc.name, err, tc.want, tc.msg)
+		}
+	}
+	agents.set(a.KeyID, a.Public())
+	tl.mustAppend(t, next)
+	if tl.Size() != 2 {
+		t.Fatalf("size %d, want 2", tl.Size())
+	}
+}
+
+// TestKeyCacheDecodesOnce checks that the cache gives the same decoded key
+// for the same bytes, and a new one when the bytes change.
+func TestKeyCacheDecodesOnce(t *testing.T) {
+	a, b := newAgent(1), newAgent(2)
+	var c keyCache
+	k1, err := c.get(a.KeyID, a.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := c.get(a.KeyID, a.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 != k2 {
+		t.Error("the same key was decoded twice")
+	}
+	k3, err := c.get(a.KeyID, b.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k3 == k1 || !k3.Public().Equal(b.Public()) {
+		t.Errorf("changed bytes under one key_id gave key %x, want %x", k3.Public(), b.Public())
+	}
+	if _, err := c.get(a.KeyID, ed25519.PublicKey("short")); err == nil {
+		t.Error("a 5-byte key: no error")
+	}
+}
