@@ -133,11 +133,9 @@ func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
 		agents[i] = newAgent(i)
 	}
 	tl := openTestLog(b, maxBatch, agents...)
-	if noLinger {
-		tl.Close()
-		tl.opts.NoLinger = true
-		tl.reopen(b)
-	}
+	tl.Close() // every mode reopens, so that they differ only in the option
+	tl.opts.NoLinger = noLinger
+	tl.reopen(b)
 	work := make([][][]byte, appenders)
 	for i := range b.N {
 		a := i % appenders
