@@ -34,10 +34,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
@@ -150,14 +150,36 @@ func receiptFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
-// readReceipt reads at most one byte more than a receipt may have.
+// readReceipt reads at most one byte more than a receipt may have. It
+// uses the open, read and close system calls directly: an *os.File would
+// also register the descriptor with the runtime's poller (a failing
+// epoll_ctl per file) and grow its buffer as io.ReadAll does, which was a
+// tenth of the CPU of verifying a directory.
 func readReceipt(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, receipt.MaxSize+1))
+	defer syscall.Close(fd)
+	buf := make([]byte, 2048) // a receipt is usually under 1 KiB
+	n := 0
+	for n < receipt.MaxSize+1 {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, min(len(buf), receipt.MaxSize+1-len(buf)))...)
+		}
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n:n], nil
 }
 
 // chain is the state of a verification: what the next receipt must be.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -384,4 +385,29 @@ func TestOrderIsNumeric(t *testing.T) {
 	// before it, not complain about 1000000.json first.
 	_, err := VerifyDir(dir, pubOf(k), Options{})
 	wantError(t, err, "999999.json", "seq 1 missing before 999999.json")
+}
+
+// TestReadReceiptSizes: readReceipt returns a file whole up to one byte
+// over the receipt limit (so that the parser names the size), grows past
+// its first buffer, reads an empty file, and names the file it cannot
+// open.
+func TestReadReceiptSizes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 2047, 2048, 2049, 5000, receipt.MaxSize, receipt.MaxSize + 1, receipt.MaxSize + 2, 3 * receipt.MaxSize} {
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		path := filepath.Join(dir, fmt.Sprint(size))
+		writeFile(t, path, b)
+		got, err := readReceipt(path)
+		want := b[:min(size, receipt.MaxSize+1)]
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("size %d: read %d bytes (%v), want the first %d", size, len(got), err, len(want))
+		}
+	}
+	if _, err := readReceipt(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want an error naming it that is os.ErrNotExist", err)
+	}
 }
