@@ -197,15 +197,13 @@ func decode(b []byte) (*Receipt, [2]int, error) {
 
 // set decodes member name from v into r.
 func (r *Receipt) set(name string, v jsontext.Value) (err error) {
-	if p := r.text(name); p != nil {
-		*p, err = str(v)
-		return err
-	}
 	switch name {
 	case "arg_names":
 		r.ArgNames, err = strArray(v)
+		return err
 	case "seq":
 		r.Seq, err = integer(v)
+		return err
 	case "v":
 		var n uint64
 		n, err = integer(v)
@@ -213,10 +211,30 @@ func (r *Receipt) set(name string, v jsontext.Value) (err error) {
 			err = fmt.Errorf("version %d is not supported; this bankdoor reads version %d", n, Version)
 		}
 		r.V = int(n)
+		return err
+	}
+	if r.text(name) == nil && name != "time" && name != "sig" {
+		return fmt.Errorf("unknown member %q", name)
+	}
+	s, err := str(v)
+	if err != nil {
+		return err
+	}
+	return r.setString(name, s)
+}
+
+// setString sets the string-valued member name (a text member, time or
+// sig) from its unquoted value s.
+func (r *Receipt) setString(name, s string) (err error) {
+	if p := r.text(name); p != nil {
+		*p = s
+		return nil
+	}
+	switch name {
 	case "time":
-		r.Time, err = timestamp(v)
+		r.Time, err = timestamp(s)
 	case "sig":
-		r.Sig, err = signature(v)
+		r.Sig, err = signature(s)
 	default:
 		return fmt.Errorf("unknown member %q", name)
 	}
@@ -307,11 +325,7 @@ func integer(v jsontext.Value) (uint64, error) {
 	return n, nil
 }
 
-func timestamp(v jsontext.Value) (time.Time, error) {
-	s, err := str(v)
-	if err != nil {
-		return time.Time{}, err
-	}
+func timestamp(s string) (time.Time, error) {
 	t, err := time.Parse(TimeLayout, s)
 	if err != nil || t.Format(TimeLayout) != s {
 		return time.Time{}, fmt.Errorf("%q is not RFC 3339 UTC with milliseconds, like 2026-12-02T18:42:45.123Z", s)
@@ -319,11 +333,7 @@ func timestamp(v jsontext.Value) (time.Time, error) {
 	return t, nil
 }
 
-func signature(v jsontext.Value) ([]byte, error) {
-	s, err := str(v)
-	if err != nil {
-		return nil, err
-	}
+func signature(s string) ([]byte, error) {
 	sig, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil || len(sig) != 64 || base64.StdEncoding.EncodeToString(sig) != s {
 		return nil, errors.New("want the standard base64 (88 characters, padded) of a 64-byte Ed25519 signature")

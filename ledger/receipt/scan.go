@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -24,13 +25,12 @@ import (
 // whatever scan accepts, the general path accepts with the same result
 // (FuzzScan holds it to that).
 func scan(b []byte) (r *Receipt, sig [2]int, ok bool) {
-	s := scanner{b: b}
+	s := scanner{b: b, text: string(b)} // the strings are cut from one copy
 	if !s.lit(`{"arg_names":`) {
 		return nil, sig, false
 	}
 	r = new(Receipt)
-	args, ok := s.array()
-	if !ok || r.set("arg_names", args) != nil {
+	if r.ArgNames, ok = s.array(); !ok {
 		return nil, sig, false
 	}
 	for _, m := range members()[1:] {
@@ -38,13 +38,12 @@ func scan(b []byte) (r *Receipt, sig [2]int, ok bool) {
 		if !s.lit(`,"`) || !s.lit(m) || !s.lit(`":`) {
 			return nil, sig, false
 		}
-		var v jsontext.Value
 		if m == "seq" || m == "v" {
-			v, ok = s.integer()
-		} else {
-			v, ok = s.str()
-		}
-		if !ok || r.set(m, v) != nil {
+			v, ok := s.integer()
+			if !ok || r.set(m, v) != nil {
+				return nil, sig, false
+			}
+		} else if v, ok := s.str(); !ok || r.setString(m, v) != nil {
 			return nil, sig, false
 		}
 		if m == "sig" {
@@ -57,10 +56,12 @@ func scan(b []byte) (r *Receipt, sig [2]int, ok bool) {
 	return r, sig, true
 }
 
-// scanner reads b from i on.
+// scanner reads b from i on; text is b as a string, from which it cuts
+// the strings it reads (one allocation for them all).
 type scanner struct {
-	b []byte
-	i int
+	b    []byte
+	text string
+	i    int
 }
 
 // lit consumes l if b continues with it.
@@ -73,27 +74,32 @@ func (s *scanner) lit(l string) bool {
 }
 
 // str consumes a string of printable ASCII in which `"` and `\` appear
-// only escaped, as \" and \\.
-func (s *scanner) str() (jsontext.Value, bool) {
+// only escaped, as \" and \\, and returns its value.
+func (s *scanner) str() (string, bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
+		return "", false
 	}
+	escaped := false
 	for j := s.i + 1; j < len(s.b); j++ {
 		switch c := s.b[j]; {
 		case c == '"':
-			v := jsontext.Value(s.b[s.i : j+1])
+			v := s.text[s.i+1 : j]
 			s.i = j + 1
+			if escaped {
+				v = unescape(v)
+			}
 			return v, true
 		case c == '\\':
 			if j+1 == len(s.b) || s.b[j+1] != '"' && s.b[j+1] != '\\' {
-				return nil, false
+				return "", false
 			}
+			escaped = true
 			j++
 		case c < 0x20 || c > 0x7e:
-			return nil, false
+			return "", false
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // integer consumes 1 to 16 decimal digits, the first not 0.
@@ -110,24 +116,41 @@ func (s *scanner) integer() (jsontext.Value, bool) {
 	return v, true
 }
 
-// array consumes [] or [S,S,…] of strings as str reads them.
-func (s *scanner) array() (jsontext.Value, bool) {
-	start := s.i
+// array consumes [] or [S,S,…] of strings as str reads them, and
+// returns their values (never nil, as the general path's).
+func (s *scanner) array() ([]string, bool) {
 	if !s.lit("[") {
 		return nil, false
 	}
-	if !s.lit("]") {
-		for {
-			if _, ok := s.str(); !ok {
-				return nil, false
-			}
-			if s.lit("]") {
-				break
-			}
-			if !s.lit(",") {
-				return nil, false
-			}
+	out := []string{}
+	if s.lit("]") {
+		return out, true
+	}
+	for {
+		v, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+		if s.lit("]") {
+			return out, true
+		}
+		if !s.lit(",") {
+			return nil, false
 		}
 	}
-	return jsontext.Value(s.b[start:s.i]), true
+}
+
+// unescape drops the backslash of each escape of v, which str has checked
+// are all \" or \\.
+func unescape(v string) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
 }
