@@ -64,8 +64,7 @@ type Bankdoor struct {
 	agents   []*agentchain.Agent
 	hc       *http.Client
 	client   ledgerv1connect.LedgerServiceClient
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	child    *proclisten.Child
 	out      string
 }
 
@@ -78,7 +77,7 @@ func StartBankdoor(bin, dir, origin string, writers int) (*Bankdoor, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bankdoor{origin: origin, hc: httpClient(writers), exited: make(chan struct{}), out: filepath.Join(dir, "output.log")}
+	b := &Bankdoor{origin: origin, hc: httpClient(writers), out: filepath.Join(dir, "output.log")}
 	if b.verifier, err = note.NewVerifier(vkey); err != nil {
 		return nil, err
 	}
@@ -94,24 +93,14 @@ func StartBankdoor(bin, dir, origin string, writers int) (*Bankdoor, error) {
 		return nil, err
 	}
 	defer out.Close() // the child has its own copy of the descriptor
-	b.cmd = exec.Command(bin, "ledger", "serve", "--db", filepath.Join(dir, "ledger.db"), "--addr", "127.0.0.1:0",
+	cmd := exec.Command(bin, "ledger", "serve", "--db", filepath.Join(dir, "ledger.db"), "--addr", "127.0.0.1:0",
 		"--log-key", key, "--origin", origin, "--agents", agents)
-	b.cmd.Stdout, b.cmd.Stderr = out, out
-	if err := b.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting bankdoor ledger serve %s: %w", bin, err)
+	cmd.Stdout, cmd.Stderr = out, out
+	if b.child, err = proclisten.Start(cmd, listenTimeout); err != nil {
+		b.hc.CloseIdleConnections()
+		return nil, fmt.Errorf("bankdoor ledger serve %s: %w; its output:\n%s", bin, err, b.Output())
 	}
-	go func() {
-		_ = b.cmd.Wait()
-		close(b.exited)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
-	defer cancel()
-	addr, err := proclisten.Addr(ctx, b.cmd.Process.Pid, b.exited)
-	if err != nil {
-		b.Stop()
-		return nil, fmt.Errorf("bankdoor ledger serve: %w; its output:\n%s", err, b.Output())
-	}
-	b.URL = "http://" + addr.String()
+	b.URL = "http://" + b.child.Addr.String()
 	b.client = ledgerv1connect.NewLedgerServiceClient(b.hc, b.URL)
 	return b, nil
 }
@@ -145,7 +134,7 @@ func enroll(dir string, n int) ([]*agentchain.Agent, error) {
 func (b *Bankdoor) Name() string { return "bankdoor ledger serve" }
 
 // PID is the server's process id.
-func (b *Bankdoor) PID() int { return b.cmd.Process.Pid }
+func (b *Bankdoor) PID() int { return b.child.PID() }
 
 // Writer i signs agent i's next receipt and appends it alone.
 func (b *Bankdoor) Writer(i int) (func(context.Context) (uint64, error), error) {
@@ -184,8 +173,7 @@ func (b *Bankdoor) CheckpointSize(ctx context.Context) (uint64, error) {
 
 // Stop kills the server and waits for it to exit.
 func (b *Bankdoor) Stop() {
-	_ = b.cmd.Process.Kill()
-	<-b.exited
+	b.child.Stop()
 	b.hc.CloseIdleConnections()
 }
 

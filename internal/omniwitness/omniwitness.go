@@ -76,9 +76,8 @@ type Witness struct {
 	URL    string // http://127.0.0.1:PORT
 	Name   string // its key name
 	VKey   string // its cosignature/v1 verifier key
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd has exited
-	out    string        // DIR/output.log
+	child  *proclisten.Child
+	out    string // DIR/output.log
 }
 
 // Start runs the omniwitness binary bin with a new key named name, its
@@ -86,7 +85,7 @@ type Witness struct {
 // key is logVKey. It returns once the witness listens (on a port of
 // 127.0.0.1 the kernel picked); Stop ends it.
 func Start(bin, dir, name, logVKey string) (*Witness, error) {
-	w := &Witness{Name: name, out: filepath.Join(dir, "output.log"), exited: make(chan struct{})}
+	w := &Witness{Name: name, out: filepath.Join(dir, "output.log")}
 	if err := w.configure(dir, logVKey); err != nil {
 		return nil, err
 	}
@@ -95,28 +94,17 @@ func Start(bin, dir, name, logVKey string) (*Witness, error) {
 		return nil, err
 	}
 	defer out.Close() // the child has its own copy of the descriptor
-	w.cmd = exec.Command(bin,
+	cmd := exec.Command(bin,
 		"--listen", "127.0.0.1:0",
 		"--metrics_listen", "", // no metrics server
 		"--private_key_path", filepath.Join(dir, "witness.key"),
 		"--additional_logs", filepath.Join(dir, "logs.yaml"),
 		"--db_file", filepath.Join(dir, "witness.db"))
-	w.cmd.Stdout, w.cmd.Stderr = out, out
-	if err := w.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting omniwitness %s: %w", bin, err)
+	cmd.Stdout, cmd.Stderr = out, out
+	if w.child, err = proclisten.Start(cmd, listenTimeout); err != nil {
+		return nil, fmt.Errorf("omniwitness %s: %w; its output:\n%s", bin, err, w.Output())
 	}
-	go func() {
-		_ = w.cmd.Wait()
-		close(w.exited)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
-	defer cancel()
-	addr, err := proclisten.Addr(ctx, w.cmd.Process.Pid, w.exited)
-	if err != nil {
-		w.Stop()
-		return nil, fmt.Errorf("omniwitness: %w; its output:\n%s", err, w.Output())
-	}
-	w.URL = "http://" + addr.String()
+	w.URL = "http://" + w.child.Addr.String()
 	return w, nil
 }
 
@@ -137,10 +125,7 @@ func (w *Witness) configure(dir, logVKey string) error {
 }
 
 // Stop kills the witness and waits for it to exit.
-func (w *Witness) Stop() {
-	_ = w.cmd.Process.Kill()
-	<-w.exited
-}
+func (w *Witness) Stop() { w.child.Stop() }
 
 // Output returns what the witness has written to stdout and stderr so far.
 func (w *Witness) Output() string {

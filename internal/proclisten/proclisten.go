@@ -9,7 +9,9 @@
 // of its network namespace from /proc/PID/net/tcp and /proc/PID/net/tcp6
 // (proc_net_tcp(5)), and keeps the LISTEN entries whose inode is one of the
 // process's. On other systems Addr returns an error wrapping
-// errors.ErrUnsupported.
+// errors.ErrUnsupported. Start runs a program and waits for its port
+// that way; it is how the tests and the report start the witness, the
+// Tessera log and bankdoor's own ledger server.
 package proclisten
 
 import (

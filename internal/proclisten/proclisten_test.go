@@ -11,9 +11,11 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +210,48 @@ func TestListenEntries(t *testing.T) {
 	}
 	if _, err := listenEntries([]byte("heading\n 0: 0100007F:XYZ 00000000:0000 0A 0:0 0:0 0 0 0 111\n"), map[string]bool{"111": true}); err == nil {
 		t.Error("listenEntries accepted a malformed port")
+	}
+}
+
+// TestStart: Start returns a listening child with its address (it
+// answers with its pid), and Stop ends it; a child that exits without
+// listening, or a program that cannot start, is an error, and Start
+// leaves no process behind.
+func TestStart(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("proclisten reads /proc: Linux only")
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=listen")
+	stdin, err := cmd.StdinPipe() // open while the child runs: it exits at EOF
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	c, err := Start(cmd, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", c.Addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(conn)
+	conn.Close()
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(c.PID()) {
+		t.Errorf("the address answered %q (%v), want the child's pid %d", b, err, c.PID())
+	}
+	c.Stop()
+	if err := cmd.Process.Signal(syscall.Signal(0)); err == nil {
+		t.Errorf("the child still runs after Stop")
+	}
+
+	cmd = exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=exit")
+	if _, err := Start(cmd, 20*time.Second); err == nil || !strings.Contains(err.Error(), "exited without listening") {
+		t.Errorf("a child that exits: %v, want an error saying it exited without listening", err)
+	}
+	if _, err := Start(exec.Command(filepath.Join(t.TempDir(), "missing")), time.Second); err == nil {
+		t.Error("a missing program: no error")
 	}
 }

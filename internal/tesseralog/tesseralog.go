@@ -85,9 +85,8 @@ type Log struct {
 	URL      string        // http://127.0.0.1:PORT
 	Origin   string        // its checkpoints' origin, the name of its key
 	Verifier note.Verifier // its checkpoints' key
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed once cmd has exited
-	out      string        // DIR/output.log
+	child    *proclisten.Child
+	out      string // DIR/output.log
 }
 
 // Start runs the log binary bin with a new key named origin and its
@@ -102,7 +101,7 @@ func Start(bin, dir, origin string) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{Origin: origin, Verifier: v, out: filepath.Join(dir, "output.log"), exited: make(chan struct{})}
+	l := &Log{Origin: origin, Verifier: v, out: filepath.Join(dir, "output.log")}
 	key, storage := filepath.Join(dir, "log.key"), filepath.Join(dir, "storage")
 	if err := os.WriteFile(key, []byte(skey), 0o600); err != nil {
 		return nil, err
@@ -115,34 +114,20 @@ func Start(bin, dir, origin string) (*Log, error) {
 		return nil, err
 	}
 	defer out.Close() // the child has its own copy of the descriptor
-	l.cmd = exec.Command(bin, "--listen", "127.0.0.1:0", "--storage_dir", storage, "--private_key", key)
-	l.cmd.Stdout, l.cmd.Stderr = out, out
-	if err := l.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the tessera log %s: %w", bin, err)
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--storage_dir", storage, "--private_key", key)
+	cmd.Stdout, cmd.Stderr = out, out
+	if l.child, err = proclisten.Start(cmd, listenTimeout); err != nil {
+		return nil, fmt.Errorf("tessera log %s: %w; its output:\n%s", bin, err, l.Output())
 	}
-	go func() {
-		_ = l.cmd.Wait()
-		close(l.exited)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
-	defer cancel()
-	addr, err := proclisten.Addr(ctx, l.cmd.Process.Pid, l.exited)
-	if err != nil {
-		l.Stop()
-		return nil, fmt.Errorf("tessera log: %w; its output:\n%s", err, l.Output())
-	}
-	l.URL = "http://" + addr.String()
+	l.URL = "http://" + l.child.Addr.String()
 	return l, nil
 }
 
 // PID is the process id of the running log.
-func (l *Log) PID() int { return l.cmd.Process.Pid }
+func (l *Log) PID() int { return l.child.PID() }
 
 // Stop kills the log and waits for it to exit.
-func (l *Log) Stop() {
-	_ = l.cmd.Process.Kill()
-	<-l.exited
-}
+func (l *Log) Stop() { l.child.Stop() }
 
 // Output returns what the log has written to stdout and stderr so far.
 func (l *Log) Output() string {
