@@ -73,11 +73,11 @@ func Build(ctx context.Context, moduleDir, out string) error { return Tool.Build
 
 // Witness is a running omniwitness.
 type Witness struct {
-	URL    string // http://127.0.0.1:PORT
-	Name   string // its key name
-	VKey   string // its cosignature/v1 verifier key
-	child  *proclisten.Child
-	out    string // DIR/output.log
+	URL   string // http://127.0.0.1:PORT
+	Name  string // its key name
+	VKey  string // its cosignature/v1 verifier key
+	child *proclisten.Child
+	out   string // DIR/output.log
 }
 
 // Start runs the omniwitness binary bin with a new key named name, its
