@@ -3,11 +3,14 @@
 // what the log's operator pays and what its clients wait for. It is the
 // side-by-side of issue 16: one load, two logs,
 //
-//   - Bankdoor: `bankdoor ledger serve` over Connect (binary protobuf over
-//     HTTP/1.1), one signed receipt per Append call. Every writer is an
-//     enrolled agent with its own Ed25519 key and chain (package
-//     agentchain), signing its next receipt once the previous one is
-//     acknowledged, as a proxy does.
+//   - Bankdoor: `bankdoor ledger serve` over Connect (the Connect
+//     protocol's unary POST of a binary protobuf AppendRequest over
+//     HTTP/1.1, built with net/http as Tessera's writers build theirs),
+//     one signed receipt per Append call. Every writer is an enrolled
+//     agent with its own Ed25519 key and chain (package agentchain),
+//     sending its next receipt once the previous one is acknowledged, as
+//     a proxy does. Bankdoor.Presign signs the receipts before the clock
+//     starts: signing is the agent's work, on the agent's machine.
 //   - Tessera: Tessera's POSIX conformance log (package tesseralog), one
 //     POST /add per entry, each entry as long as a receipt and distinct
 //     (Tessera's antispam would answer a repeat with the first's index).
@@ -33,9 +36,11 @@
 //
 // After the writers stop, Run waits until a checkpoint covers every
 // acknowledged entry and fails if none does in time. The writers run on
-// the same machine as the server: the bankdoor writers' signing (one
-// Ed25519 signature per receipt) takes CPU that Tessera's writers do not
-// need, which counts against bankdoor's rate and not its server CPU.
+// the same machine as the server, so what they spend is taken from the
+// server: that is why bankdoor's writers sign before the clock starts
+// (a writer that runs out signs as it goes, and Bankdoor.Live says how
+// many it signed) and send with net/http rather than connect-go's
+// client, whose extra work per call Tessera's writers do not do.
 package loadgen
 
 import (

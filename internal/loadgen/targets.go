@@ -13,12 +13,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
@@ -62,10 +66,14 @@ type Bankdoor struct {
 	origin   string
 	verifier note.Verifier
 	agents   []*agentchain.Agent
-	hc       *http.Client
-	client   ledgerv1connect.LedgerServiceClient
-	child    *proclisten.Child
-	out      string
+	// presigned[i] is writer i's receipts signed by Presign and not yet
+	// sent, in chain order.
+	presigned [][][]byte
+	live      atomic.Int64 // receipts the writers had to sign while the clock ran
+	hc        *http.Client
+	client    ledgerv1connect.LedgerServiceClient
+	child     *proclisten.Child
+	out       string
 }
 
 // StartBankdoor runs the bankdoor binary bin as `ledger serve` on
@@ -136,25 +144,83 @@ func (b *Bankdoor) Name() string { return "bankdoor ledger serve" }
 // PID is the server's process id.
 func (b *Bankdoor) PID() int { return b.child.PID() }
 
-// Writer i signs agent i's next receipt and appends it alone.
+// Presign signs perWriter receipts of each writer's chain now, on every
+// CPU, for the writers to send once the clock runs: signing is the
+// agent's work, done on the agent's machine, not the log's, and it would
+// otherwise take from the server's share of this machine's CPUs the time
+// Tessera's writers, which sign nothing, leave to Tessera. A writer that
+// has sent all its presigned receipts signs the next ones as it goes, and
+// Live counts those. Call it before Run.
+func (b *Bankdoor) Presign(perWriter int) error {
+	b.presigned = make([][][]byte, len(b.agents))
+	next := atomic.Int64{}
+	errs := make(chan error, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(b.agents); i = int(next.Add(1) - 1) {
+				rs, err := b.agents[i].Chain(perWriter)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b.presigned[i] = rs
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Live is the number of receipts the writers signed while they ran,
+// having sent all Presign signed for them.
+func (b *Bankdoor) Live() int { return int(b.live.Load()) }
+
+// Writer i appends agent i's next receipt alone: the next presigned one,
+// or one it signs now.
 func (b *Bankdoor) Writer(i int) (func(context.Context) (uint64, error), error) {
 	if i < 0 || i >= len(b.agents) {
 		return nil, fmt.Errorf("writer %d of %d enrolled agents", i, len(b.agents))
 	}
 	a := b.agents[i]
+	var queue [][]byte
+	if b.presigned != nil {
+		queue, b.presigned[i] = b.presigned[i], nil
+	}
 	return func(ctx context.Context) (uint64, error) {
-		r, err := a.Next()
+		var r []byte
+		if len(queue) > 0 {
+			r, queue = queue[0], queue[1:]
+		} else {
+			b.live.Add(1)
+			var err error
+			if r, err = a.Next(); err != nil {
+				return 0, err
+			}
+		}
+		body, err := proto.Marshal(&ledgerv1.AppendRequest{Receipts: [][]byte{r}})
 		if err != nil {
 			return 0, err
 		}
-		resp, err := b.client.Append(ctx, connect.NewRequest(&ledgerv1.AppendRequest{Receipts: [][]byte{r}}))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+ledgerv1connect.LedgerServiceAppendProcedure, bytes.NewReader(body))
 		if err != nil {
 			return 0, err
 		}
-		if got := resp.Msg.GetIndexes(); len(got) != 1 {
+		req.Header.Set("Content-Type", "application/proto")
+		req.Header.Set("Connect-Protocol-Version", "1")
+		answer, err := do(b.hc, req)
+		if err != nil {
+			return 0, err
+		}
+		var resp ledgerv1.AppendResponse
+		if err := proto.Unmarshal(answer, &resp); err != nil {
+			return 0, fmt.Errorf("Append answer: %w", err)
+		}
+		if got := resp.GetIndexes(); len(got) != 1 {
 			return 0, fmt.Errorf("an Append of one receipt was answered with %d indexes", len(got))
 		}
-		return resp.Msg.GetIndexes()[0], nil
+		return resp.GetIndexes()[0], nil
 	}, nil
 }
 
@@ -223,7 +289,7 @@ func (t *Tessera) Writer(i int) (func(context.Context) (uint64, error), error) {
 		if err != nil {
 			return 0, err
 		}
-		body, err := t.do(req)
+		body, err := do(t.hc, req)
 		if err != nil {
 			return 0, err
 		}
@@ -237,7 +303,7 @@ func (t *Tessera) CheckpointSize(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	body, err := t.do(req)
+	body, err := do(t.hc, req)
 	if err != nil {
 		return 0, err
 	}
@@ -248,8 +314,10 @@ func (t *Tessera) CheckpointSize(ctx context.Context) (uint64, error) {
 	return cp.Size, nil
 }
 
-func (t *Tessera) do(req *http.Request) ([]byte, error) {
-	resp, err := t.hc.Do(req)
+// do sends req with hc and returns the body of a 200 answer, or an error
+// holding the status and body of any other.
+func do(hc *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
