@@ -98,11 +98,17 @@ const parallelFrom = 16
 // request, and returns the error of the first bad receipt by position.
 func (l *Log) checkAll(receipts [][]byte) ([]item, error) {
 	items := make([]item, len(receipts))
-	errs := make([]error, len(receipts))
-	workers := 1
-	if len(receipts) >= parallelFrom {
-		workers = min(runtime.GOMAXPROCS(0), len(receipts))
+	if len(receipts) < parallelFrom { // on the caller's goroutine
+		for i, r := range receipts {
+			var err error
+			if items[i], err = l.check(i, r); err != nil {
+				return nil, err
+			}
+		}
+		return items, nil
 	}
+	errs := make([]error, len(receipts))
+	workers := min(runtime.GOMAXPROCS(0), len(receipts))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {

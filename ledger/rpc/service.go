@@ -122,7 +122,9 @@ func (s *Service) Append(ctx context.Context, req *connect.Request[ledgerv1.Appe
 		s.logger.Warn("append refused", "caller", CallerName(ctx), "peer", req.Peer().Addr, "receipts", len(rs), "err", err)
 		return nil, s.toConnect(err)
 	}
-	s.logger.Debug("append", "caller", CallerName(ctx), "receipts", len(rs), "first", idx[0])
+	if s.logger.Enabled(ctx, slog.LevelDebug) { // spares every call the attributes' allocations
+		s.logger.Debug("append", "caller", CallerName(ctx), "receipts", len(rs), "first", idx[0])
+	}
 	return connect.NewResponse(&ledgerv1.AppendResponse{Indexes: idx}), nil
 }
 
