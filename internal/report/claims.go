@@ -294,8 +294,12 @@ func heapFlatClaim(r *Report) Claim {
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.N, b.N) })
-	if len(rows) < 2 || rows[0].N == rows[len(rows)-1].N {
-		c.Status, c.Figure = fmt.Sprintf("not measured: the peak heap at %d log size(s); flatness needs two", len(rows)), "-"
+	switch {
+	case len(rows) == 0:
+		c.Status, c.Figure = "not measured: no "+heapIDPrefix+" row", "-"
+		return c
+	case rows[0].N == rows[len(rows)-1].N:
+		c.Status, c.Figure = fmt.Sprintf("not measured: the peak heap at one log size only (%d receipts); flatness needs two", rows[0].N), "-"
 		return c
 	}
 	figs := make([]string, len(rows))
