@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,6 +94,7 @@ func Claims(r *Report) []Claim {
 		boundClaim(r, "verify-offline-of-bound", "Offline verification of a receipts directory reaches 0.7 of the bound of its checks on all cores (measured in the same run)", 0.7),
 		tesseraClaim(r),
 		proofClaim(r),
+		heapFlatClaim(r),
 		anchorClaim(r),
 		anchoredRateClaim(r),
 		truncationClaim(r),
@@ -269,6 +272,52 @@ func proofClaim(r *Report) Claim {
 		return c
 	}
 	c.Status, c.Figure = StatusHeld, strings.Join(figs, "; ")
+	return c
+}
+
+// heapFlatBound is the criterion of heapFlatClaim: the ledger's peak Go
+// heap is flat in the log's size if, at every log size, the same appends
+// peak at most heapFlatBound times as high as at the smallest.
+const heapFlatBound = 1.25
+
+// heapFlatClaim says whether the peak-heap rows (see LedgerBench.Proofs),
+// each over the same number of appends, are flat by heapFlatBound. Like
+// the bound claims it reports a goal (issue 16's "peak Go heap flat from
+// 10k to 1M receipts"): a performance figure, never judged held or failed.
+func heapFlatClaim(r *Report) Claim {
+	c := Claim{ID: "ledger-heap-flat", Evidence: "m-" + heapIDPrefix,
+		Text: fmt.Sprintf("The ledger's peak Go heap is flat in the log's size: the same appends peak at most %.2fx as high at every larger log as at the smallest (measured in the same run)", heapFlatBound)}
+	var rows []Measurement
+	for _, m := range r.Measurements {
+		if m.ID == heapIDPrefix || strings.HasPrefix(m.ID, heapIDPrefix+"-") {
+			rows = append(rows, m)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.N, b.N) })
+	switch {
+	case len(rows) == 0:
+		c.Status, c.Figure = "not measured: no "+heapIDPrefix+" row", "-"
+		return c
+	case rows[0].N == rows[len(rows)-1].N:
+		c.Status, c.Figure = fmt.Sprintf("not measured: the peak heap at one log size only (%d receipts); flatness needs two", rows[0].N), "-"
+		return c
+	}
+	figs := make([]string, len(rows))
+	for i, m := range rows {
+		if m.Status != StatusMeasured {
+			c.Status, c.Figure = held(false, m.ID+" "+m.Status), "-"
+			return c
+		}
+		figs[i] = fmt.Sprintf("%s at %d", num(m.Value, m.Unit), m.N)
+	}
+	worst := slices.MaxFunc(rows[1:], func(a, b Measurement) int { return cmp.Compare(a.Value, b.Value) })
+	ratio := worst.Value / rows[0].Value
+	verdict := fmt.Sprintf("within %.2fx: flat", heapFlatBound)
+	if ratio > heapFlatBound {
+		verdict = fmt.Sprintf("over %.2fx: not flat", heapFlatBound)
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("%s receipts; the highest %.2fx the smallest log's, %s", strings.Join(figs, ", "), ratio, verdict)
 	return c
 }
 

@@ -87,6 +87,14 @@
 // over. Their "note" gives the checks, the standby's retry interval and
 // the load average when the row started.
 //
+// The peak-heap rows, section "ledger": while one log grows to each of
+// settings "proof_sizes" in turn, the peak Go heap (HeapAlloc sampled
+// every millisecond) over appending the last receipts up to that size, as
+// many as the smallest size, from a collected heap, growing only (the
+// inclusion proofs timed at each size are not included). "value" in MiB,
+// "n" the size; the largest size's row is "ledger-peak-heap", the others
+// "ledger-peak-heap-SIZE". The claim "ledger-heap-flat" compares them.
+//
 // # Example
 //
 // One attack row and one measurement of a run:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,8 +129,12 @@ func watchSizes(ctx context.Context, bl *benchLog) *perf.SizeClock {
 // Proofs grows one log to each of sizes in turn (two agents appending
 // requests of 256 receipts) and at each size times proofs inclusion
 // proofs of random leaves at the current checkpoint, verifying each
-// against the signed root. It also reports the peak heap while growing.
+// against the signed root. After the proof rows it returns one peak-heap
+// row per size (see growMeasured).
 func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) ([]Measurement, error) {
+	if len(sizes) == 0 {
+		return nil, nil
+	}
 	bl, err := openLog(lb.Dir, "proofs", 0)
 	if err != nil {
 		return nil, err
@@ -139,29 +144,69 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	if err != nil {
 		return nil, err
 	}
-	base := perf.LiveHeap()
-	peak := perf.SampleHeap()
-	var ms []Measurement
-	maxLen := 0
-	for _, size := range sizes {
+	window := slices.Min(sizes)
+	var ms, heap []Measurement
+	for i, size := range sizes {
 		lb.progress("ledger: growing the log to %d receipts", size)
-		if err := lb.grow(ctx, bl, as, size); err != nil {
-			peak()
-			return nil, err
-		}
-		m, n, err := timeProofs(bl, proofs)
+		h, err := lb.growMeasured(ctx, bl, as, size, window, heapID(size, i == len(sizes)-1))
 		if err != nil {
-			peak()
 			return nil, err
 		}
-		ms, maxLen = append(ms, m), max(maxLen, n)
+		m, _, err := timeProofs(bl, proofs)
+		if err != nil {
+			return nil, err
+		}
+		ms, heap = append(ms, m), append(heap, h)
 	}
-	p := peak()
-	ms = append(ms, Measurement{ID: "ledger-peak-heap", Section: "ledger", What: fmt.Sprintf("peak Go heap while appending up to %d receipts", bl.Size()),
-		Status: StatusMeasured, Unit: "MiB", N: int(bl.Size()), Value: float64(p) / (1 << 20),
-		Note: fmt.Sprintf("live heap %.1f MiB before, %.1f MiB after", float64(base)/(1<<20), float64(perf.LiveHeap())/(1<<20))})
-	return ms, nil
+	return append(ms, heap...), nil
 }
+
+// heapIDPrefix starts the id of every peak-heap row: heapIDPrefix for the
+// largest log, heapIDPrefix-SIZE for the others.
+const heapIDPrefix = "ledger-peak-heap"
+
+func heapID(size uint64, largest bool) string {
+	if largest {
+		return heapIDPrefix
+	}
+	return fmt.Sprintf("%s-%d", heapIDPrefix, size)
+}
+
+// growMeasured grows the log to size and returns row id: the peak Go
+// heap (perf.SampleHeap) while appending the last window receipts up to
+// size, or all of them if the log held fewer before. Each window starts
+// from a collected heap (perf.LiveHeap) and ends before the proofs are
+// timed, so every size is measured over the same appends and nothing
+// else; the note adds the peak over the whole growth from the log's
+// previous size, where that is more than the window.
+func (lb *LedgerBench) growMeasured(ctx context.Context, bl *benchLog, as []*agentchain.Agent, size, window uint64, id string) (Measurement, error) {
+	from := bl.Size()
+	start := max(from, size-min(size, window))
+	var lead uint64 // peak while growing from from to start
+	if start > from {
+		stop := perf.SampleHeap()
+		err := lb.grow(ctx, bl, as, start)
+		if lead = stop(); err != nil {
+			return Measurement{}, err
+		}
+	}
+	live := perf.LiveHeap()
+	stop := perf.SampleHeap()
+	err := lb.grow(ctx, bl, as, size)
+	peak := stop()
+	if err != nil {
+		return Measurement{}, err
+	}
+	note := fmt.Sprintf("from a collected heap of %s; %s live after", mib(live), mib(perf.LiveHeap()))
+	if start > from {
+		note += fmt.Sprintf("; %s over the whole growth from %d", mib(max(lead, peak)), from)
+	}
+	return Measurement{ID: id, Section: "ledger", Status: StatusMeasured, Unit: "MiB", N: int(size), Value: float64(peak) / (1 << 20), Note: note,
+		What: fmt.Sprintf("peak Go heap while appending receipts %d to %d of the log (growing only; inclusion proofs not included)", start+1, size)}, nil
+}
+
+// mib formats a number of bytes in MiB.
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // grow appends receipts from the agents until the log holds size,
 // saying so every 100,000 receipts.

@@ -56,7 +56,7 @@ type Settings struct {
 	Appends     int      `json:"appends"`             // receipts appended with group commit
 	SingleTx    int      `json:"appends_single_tx"`   // receipts appended one per transaction
 	CheckpointN int      `json:"checkpoint_receipts"` // receipts timed to a covering checkpoint
-	ProofSizes  []uint64 `json:"proof_sizes"`         // log sizes at which inclusion proofs were timed
+	ProofSizes  []uint64 `json:"proof_sizes"`         // log sizes at which inclusion proofs and the peak heap were measured
 	Proofs      int      `json:"proofs"`              // proofs timed per size
 	VerifyFiles int      `json:"verify_receipts"`     // receipts in the offline verification run of a directory
 	// VerifyBundle is the receipts of the export bundle verified
