@@ -26,9 +26,9 @@ var hydraBin struct {
 	err      error
 }
 
-// startHydra builds Hydra once and starts one for the test, stopped at its
-// end.
-func startHydra(t *testing.T) *hydra.Server {
+// startHydras builds Hydra once and starts n of them at once for the
+// test, each stopped at its end.
+func startHydras(t *testing.T, n int) []*hydra.Server {
 	t.Helper()
 	hydraBin.once.Do(func() {
 		if hydraBin.dir, hydraBin.err = os.MkdirTemp("", "bankdoor-hydra-"); hydraBin.err != nil {
@@ -40,17 +40,26 @@ func startHydra(t *testing.T) *hydra.Server {
 	if hydraBin.err != nil {
 		t.Fatal(hydraBin.err)
 	}
-	dir, err := os.MkdirTemp("", "hydra-") // short: it holds Unix sockets
-	if err != nil {
-		t.Fatal(err)
+	hs, errs := make([]*hydra.Server, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range hs {
+		dir, err := os.MkdirTemp("", "hydra-") // short: it holds Unix sockets
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		wg.Go(func() { hs[i], errs[i] = hydra.Start(hydraBin.bin, dir) }) // each takes seconds to migrate its store
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h, err := hydra.Start(hydraBin.bin, dir)
-	if err != nil {
-		t.Fatal(err)
+	wg.Wait()
+	for i, h := range hs {
+		if h != nil {
+			t.Cleanup(h.Stop)
+		}
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
 	}
-	t.Cleanup(h.Stop)
-	return h
+	return hs
 }
 
 // TestE2EListenOAuth: the gateway as an OAuth 2.1 resource server in front
@@ -66,7 +75,8 @@ func startHydra(t *testing.T) *hydra.Server {
 // token (no passthrough).
 func TestE2EListenOAuth(t *testing.T) {
 	t.Parallel()
-	as, other := startHydra(t), startHydra(t)
+	hs := startHydras(t, 2)
+	as, other := hs[0], hs[1]
 	w := newWorld(t)
 	ctx := testContext(t, 2*time.Minute)
 	f := w.fixture()
