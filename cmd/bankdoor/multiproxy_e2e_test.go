@@ -39,15 +39,15 @@ const (
 
 // TestE2EMultiProxyOneChain: 8 stdio proxies started at the same moment on
 // one $BANKDOOR_HOME with no key yet and one receipts directory, each with
-// its own agent denied 200 transfers while the others are: one signing
+// its own agent denied 80 transfers while the others are: one signing
 // key and one log key are made, one proxy holds the ledger, and the
-// directory is one chain of seq 1..1600 that verify accepts, in which
+// directory is one chain of seq 1..640 that verify accepts, in which
 // every receipt an agent was answered with is its own. Once all have
-// stopped the embedded ledger holds the 1,600 receipts once each, and an
+// stopped the embedded ledger holds the 640 receipts once each, and an
 // export of it verifies offline against its checkpoint.
 func TestE2EMultiProxyOneChain(t *testing.T) {
 	t.Parallel()
-	const proxies, calls = 8, 200
+	const proxies, calls = 8, 80
 	w := keylessWorld(t)
 	ps := startProxies(t, w, proxies, "-v")
 	if holders := holderOf(ps); len(holders) != 1 {
