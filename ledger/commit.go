@@ -260,19 +260,27 @@ func (b *batchState) apply(req *request) result {
 
 // place returns it's existing index if the log holds it, or stages it in
 // s if it extends its agent's chain.
+//
+// Only a receipt whose seq is at most its agent's head seq can already be
+// in the log: every stored receipt of a key has a seq at most its head's,
+// and the leaf hash covers key_id and seq. So the leaf index is read only
+// for those (a retry, or a fork the chain check refuses); a receipt that
+// may extend the chain needs no index read.
 func (b *batchState) place(s *batchState, it item) (uint64, error) {
-	idx, found, err := b.leafIndex(s, it.leaf)
-	if err != nil || found {
-		return idx, err
-	}
 	head, found, err := b.head(s, it.keyID)
 	if err != nil {
 		return 0, err
 	}
+	if found && it.seq <= head.Seq {
+		idx, stored, err := b.leafIndex(s, it.leaf)
+		if err != nil || stored {
+			return idx, err
+		}
+	}
 	if err := chainError(it, head, found); err != nil {
 		return 0, err
 	}
-	idx = s.size + uint64(len(s.added))
+	idx := s.size + uint64(len(s.added))
 	s.added = append(s.added, it)
 	s.heads[it.keyID] = Head{Seq: it.seq, SHA256: it.sha, Index: idx}
 	s.leaves[it.leaf] = idx
