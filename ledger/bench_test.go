@@ -42,8 +42,7 @@ func (l *Log) bulkAppend(tb testing.TB, leaves func(i uint64) []byte, n, chunk u
 		if err != nil {
 			tb.Fatal(err)
 		}
-		l.rng, l.size = st.rng, st.size
-		l.publish(published{note: st.note, size: st.size})
+		l.committed(b, st)
 		done += k
 	}
 }
