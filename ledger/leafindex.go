@@ -32,7 +32,8 @@ import (
 // its start. Should pending still grow past 2·lag (batches of more than
 // about lag/8 receipts), the commit writes all of it at once. So pending
 // holds at most 2·lag leaves plus one batch: 2·32768 + 4096 with the
-// defaults, about 5 MB.
+// defaults, at most about 7 MB of Go heap (some 96 bytes a leaf at worst;
+// between lag/2 and lag + 8 batches most of the time).
 //
 // Readers look in pending first, then in the bucket in a new read
 // transaction. The committer adds a batch's leaves to pending before it
