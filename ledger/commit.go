@@ -176,7 +176,7 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	if putErr != nil {
 		return treeState{}, putErr
 	}
-	if b.flush, err = l.index.flush(tx, l.size); err != nil {
+	if b.flush, err = l.index.flush(tx, l.size, len(b.added)); err != nil {
 		return treeState{}, err
 	}
 	for k, h := range b.heads {

@@ -105,12 +105,13 @@
 //	              "leaves_from"                         leaf index: every leaf below it is in bucket leaves
 //
 // Bucket leaves lags behind the entries: the committer keeps the leaves
-// it has not indexed yet in memory and writes them in bulk, a sixteenth
-// of the hash space per commit once more than 32,768 are waiting, so
-// that each write fills pages instead of dirtying one page per receipt.
-// A leaf at or above "leaves_from" may be missing from the bucket; its
-// hash is then the level 0 node of its index, and [Open] rebuilds the
-// waiting set from those nodes. Lookups by leaf hash see both.
+// it has not indexed yet in memory, at most 32,768 plus one batch, and
+// once more than 32,768 wait, each commit also writes the waiting leaves
+// of the next few first bytes of the hash, in hash order, at least as many
+// as it adds; so each write fills pages instead of dirtying one page per
+// receipt. A leaf at or above "leaves_from" may be missing from the
+// bucket; its hash is then the level 0 node of its index, and [Open]
+// rebuilds the waiting set from those nodes. Lookups by leaf hash see both.
 //
 // A cosignature line is "— " (U+2014, space), the witness key name, a
 // space, and the base64 of the key hash (4 bytes), timestamp (8) and

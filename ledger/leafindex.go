@@ -23,17 +23,21 @@ import (
 // every leaf below it is in the bucket. Open puts the leaves from there
 // on that the bucket lacks back into pending.
 //
-// Once pending holds more than lag leaves, each commit also writes the
-// pending leaves whose hash falls in the next slice of the hash space
-// (first byte in the next 1/indexSlices of 0..255), so that no commit
-// stalls on one big write. After a full rotation of indexSlices commits,
-// every leaf committed before the rotation began is in the bucket, and
-// the last commit of the rotation moves "leaves_from" up to the size at
-// its start. Should pending still grow past 2·lag (batches of more than
-// about lag/8 receipts), the commit writes all of it at once. So pending
-// holds at most 2·lag leaves plus one batch: 2·32768 + 4096 with the
-// defaults, at most about 7 MB of Go heap (some 96 bytes a leaf at worst;
-// between lag/2 and lag + 8 batches most of the time).
+// Once pending holds more than lag leaves, a rotation begins: each
+// commit also writes the pending leaves of the next slices of the hash
+// space (a slice is the leaves whose hash begins with one byte), one slice
+// at least and as many as it takes to write at least as many leaves as the
+// commit adds, so that pending does not grow while a rotation lasts and
+// no commit stalls on one big write. When the last slice is written, every
+// leaf committed before the rotation began is in the bucket, and
+// "leaves_from" moves up to the log's size at its start; the next slice
+// starts a new rotation if pending still holds more than lag leaves. So
+// pending holds at most lag leaves plus one batch: 32768 + 4096 with the
+// defaults, about 3 MB of Go heap (some 80 bytes a leaf).
+//
+// A slice's write puts about lag·K/N keys on each page it dirties, for an
+// index of N leaves with K keys a page (about 50), so the saving fades as
+// the index outgrows lag·K, some 1.5 million leaves with the defaults.
 //
 // Readers look in pending first, then in the bucket in a new read
 // transaction. The committer adds a batch's leaves to pending before it
@@ -44,12 +48,12 @@ import (
 // defaultIndexLag is the lag of Open's logs.
 const defaultIndexLag = 32768
 
-// indexSlices is the number of commits in a rotation, and of parts of the
-// hash space pending is kept in.
-const indexSlices = 16
+// indexSlices is the number of slices of the hash space a rotation
+// writes, by the first byte of the leaf hash.
+const indexSlices = 256
 
 // sliceOf returns the slice of the hash space leaf falls in.
-func sliceOf(leaf []byte) int { return int(leaf[0]) * indexSlices / 256 }
+func sliceOf(leaf []byte) int { return int(leaf[0]) }
 
 // pendingLeaves holds the committed leaves the bucket may lack, by
 // slice of the hash space. The committer is its only writer.
@@ -111,17 +115,15 @@ func (p *pendingLeaves) add(leaf [32]byte, index uint64) {
 	m[leaf] = index
 }
 
-// sorted returns the pending leaves of slices [lo, hi) in hash order.
-func (p *pendingLeaves) sorted(lo, hi int) []pendingLeaf {
+// appendSorted appends the pending leaves of slice s to out in hash order.
+func (p *pendingLeaves) appendSorted(out []pendingLeaf, s int) []pendingLeaf {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	var out []pendingLeaf
-	for s := lo; s < hi; s++ {
-		for leaf, i := range p.m[s] {
-			out = append(out, pendingLeaf{leaf, i})
-		}
+	start := len(out)
+	for leaf, i := range p.m[s] {
+		out = append(out, pendingLeaf{leaf, i})
 	}
-	slices.SortFunc(out, func(a, b pendingLeaf) int { return bytes.Compare(a.leaf[:], b.leaf[:]) })
+	slices.SortFunc(out[start:], func(a, b pendingLeaf) int { return bytes.Compare(a.leaf[:], b.leaf[:]) })
 	return out
 }
 
@@ -147,28 +149,31 @@ type indexFlush struct {
 	mark, from uint64
 }
 
-// flush writes the part of pending that is due in the commit of a batch
-// that follows the first size leaves.
-func (x *leafIndexer) flush(tx store.Tx, size uint64) (indexFlush, error) {
+// flush writes the part of pending that is due in a commit adding
+// leaves to a log of size leaves: nothing while no rotation is under way
+// and pending holds at most lag leaves; else the next slices, at least one
+// and until at least adding leaves are written, for one turn at most.
+func (x *leafIndexer) flush(tx store.Tx, size uint64, adding int) (indexFlush, error) {
 	f := indexFlush{next: x.next, mark: x.mark, from: x.from}
-	lo, hi := x.next, x.next+1
-	switch n := x.pending.len(); {
-	case n > 2*x.lag:
-		lo, hi, f.mark = 0, indexSlices, size
-	case x.next == 0 && n > x.lag:
-		f.mark = size
-	case x.next == 0:
+	n := x.pending.len()
+	if f.next == 0 && n <= x.lag {
 		return f, nil
 	}
-	f.written = x.pending.sorted(lo, hi)
+	for s := 0; s < indexSlices && (s == 0 || len(f.written) < adding); s++ {
+		if f.next == 0 { // a rotation begins
+			f.mark = size
+		}
+		f.written = x.pending.appendSorted(f.written, f.next)
+		if f.next = (f.next + 1) % indexSlices; f.next == 0 {
+			f.from = f.mark // the rotation wrote every leaf below its mark
+		}
+	}
 	for _, w := range f.written {
 		if err := tx.PutLeafIndex(w.leaf[:], w.index); err != nil {
 			return indexFlush{}, fmt.Errorf("%w: write leaf index: %w", ErrStorage, err)
 		}
 	}
-	f.next = hi % indexSlices
-	if hi == indexSlices && f.mark > f.from {
-		f.from = f.mark
+	if f.from != x.from {
 		if err := tx.SetMeta(store.MetaLeavesFrom, store.IndexKey(f.from)); err != nil {
 			return indexFlush{}, fmt.Errorf("%w: write leaf index: %w", ErrStorage, err)
 		}
