@@ -347,3 +347,59 @@ func TestLargeRequestNamesFirstBad(t *testing.T) {
 		t.Fatalf("size %d after a refused request", tl.Size())
 	}
 }
+
+// TestAppendRetryBelowHead: a retried receipt older than its agent's head
+// gets its index back, alone or beside new receipts, before and after a
+// reopen; a different receipt with a seq the log already holds (a fork)
+// is refused with the chain error, and nothing is stored.
+func TestAppendRetryBelowHead(t *testing.T) {
+	t.Parallel()
+	a, b := newAgent(1), newAgent(2)
+	tl := openTestLog(t, 0, a, b)
+	rs := a.Chain(t, 5)
+	var want []uint64
+	for _, r := range rs { // one transaction each
+		want = append(want, tl.mustAppend(t, r, b.Next(t))[0])
+	}
+	check := func(t *testing.T) {
+		t.Helper()
+		if got := tl.mustAppend(t, rs[1]); got[0] != want[1] {
+			t.Errorf("retried seq 2 got index %d, want %d", got[0], want[1])
+		}
+		size := tl.Size()
+		got := tl.mustAppend(t, rs[2], b.Next(t), rs[0])
+		if got[0] != want[2] || got[1] != size || got[2] != want[0] {
+			t.Errorf("retries beside a new receipt got %v, want [%d %d %d]", got, want[2], size, want[0])
+		}
+	}
+	check(t)
+	tl.Close()
+	tl.reopen(t)
+	check(t)
+
+	forked := *a
+	forked.Start = forked.Start.Add(time.Hour) // same key, other bytes
+	next := a.Sign(t, 6, hexHash(rs[4]))
+	tests := []struct {
+		name     string
+		receipts [][]byte
+		say      string
+	}{
+		{"fork below the head", [][]byte{forked.Sign(t, 3, hexHash(rs[1]))}, "receipt 0 (seq 3, key_id " + a.KeyID + "): the log holds seq 5 of this agent, so the next is seq 6"},
+		{"fork at the head", [][]byte{forked.Sign(t, 5, hexHash(rs[3]))}, "receipt 0 (seq 5, key_id " + a.KeyID + "): the log holds seq 5 of this agent, so the next is seq 6"},
+		{"fork of a receipt of the same request", [][]byte{next, forked.Sign(t, 6, hexHash(rs[4]))}, "receipt 1 (seq 6, key_id " + a.KeyID + "): the log holds seq 6 of this agent, so the next is seq 7"},
+		{"fork after the head", [][]byte{forked.Sign(t, 6, hexHash(rs[3]))}, "receipt 0 (seq 6, key_id " + a.KeyID + "): prev is " + hexHash(rs[3])},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tl.snapshot(t, a)
+			idx, err := tl.Append(context.Background(), tt.receipts)
+			if !errors.Is(err, ErrChain) || idx != nil || !strings.Contains(err.Error(), tt.say) {
+				t.Fatalf("Append = %v, %v; want ErrChain saying %q", idx, err, tt.say)
+			}
+			if after := tl.snapshot(t, a); after.size != before.size || after.file != before.file || after.heads[a.KeyID] != before.heads[a.KeyID] {
+				t.Errorf("a refused fork changed the log: before %+v, after %+v", before, after)
+			}
+		})
+	}
+}

@@ -42,8 +42,7 @@ func (l *Log) bulkAppend(tb testing.TB, leaves func(i uint64) []byte, n, chunk u
 		if err != nil {
 			tb.Fatal(err)
 		}
-		l.rng, l.size = st.rng, st.size
-		l.publish(published{note: st.note, size: st.size})
+		l.committed(b, st)
 		done += k
 	}
 }
@@ -55,7 +54,9 @@ func rawLeaf(i uint64) []byte {
 	return b
 }
 
-// million is the 1,000,000-leaf log shared by the benchmarks of one run.
+// million is the 1,000,000-leaf log shared by the benchmarks of one run,
+// built in transactions of DefaultMaxBatch leaves, the most one commit
+// holds, so that its pending leaf index is one a live log can have.
 var million struct {
 	once  sync.Once
 	tl    *testLog
@@ -77,7 +78,7 @@ func millionLog(b *testing.B) *testLog {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		tl.bulkAppend(b, rawLeaf, millionLeaves, 1<<16)
+		tl.bulkAppend(b, rawLeaf, millionLeaves, DefaultMaxBatch)
 		million.build, million.tl = time.Since(start), tl
 		b.Logf("built the %d-leaf fixture in %v", millionLeaves, million.build.Round(time.Millisecond))
 	})
@@ -260,7 +261,7 @@ func watchSizes(b *testing.B, tl *testLog) *perf.SizeClock {
 func BenchmarkHeap(b *testing.B) {
 	b.Run("size=10k", func(b *testing.B) {
 		tl := openTestLog(b, 0)
-		tl.bulkAppend(b, rawLeaf, 10_000, 1<<16)
+		tl.bulkAppend(b, rawLeaf, 10_000, DefaultMaxBatch)
 		benchHeap(b, tl)
 	})
 	b.Run("size=1M", func(b *testing.B) { benchHeap(b, millionLog(b)) })
@@ -299,4 +300,25 @@ func benchHeap(b *testing.B, tl *testLog) {
 	b.ReportMetric(float64(base)/(1<<20), "start-live-MiB")
 	b.ReportMetric(float64(perf.LiveHeap())/(1<<20), "end-live-MiB")
 	b.ReportMetric(float64(tl.Size()), "leaves")
+}
+
+// BenchmarkLeafIndex looks up random leaves of a 100,000-leaf log by
+// leaf hash, as GetInclusionProof by leaf_hash does, the log built in
+// transactions of DefaultMaxBatch leaves.
+func BenchmarkLeafIndex(b *testing.B) {
+	const n = 100_000
+	tl := openTestLog(b, 0)
+	tl.bulkAppend(b, rawLeaf, n, DefaultMaxBatch)
+	hashes := make([][]byte, n)
+	for i := range hashes {
+		hashes[i] = hasher.HashLeaf(rawLeaf(uint64(i)))
+	}
+	rnd := rand.New(rand.NewPCG(7, 8))
+	b.ResetTimer()
+	for b.Loop() {
+		i := rnd.Uint64N(n)
+		if got, err := tl.LeafIndex(hashes[i]); err != nil || got != i {
+			b.Fatalf("LeafIndex(leaf %d) = %d, %v", i, got, err)
+		}
+	}
 }

@@ -1,11 +1,9 @@
 package ledger
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 
@@ -108,7 +106,7 @@ func (l *Log) collect(first *request) (batch []*request, next *request) {
 // commit stores the requests of batch that extend their chains, in one
 // transaction, and answers every request once it is durable.
 func (l *Log) commit(batch []*request) {
-	b := &batchState{size: l.size, heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
+	b := &batchState{size: l.size, heads: map[string]Head{}, leaves: map[[32]byte]uint64{}, pending: l.index.pending}
 	results := make([]result, len(batch))
 	var st treeState
 	start := time.Now()
@@ -146,16 +144,16 @@ func (l *Log) commit(batch []*request) {
 		l.stats.receipts.Add(uint64(len(b.added)))
 		l.stats.prepare.Add(int64(prepared))
 		l.stats.total.Add(int64(time.Since(start)))
-		l.rng, l.size = st.rng, st.size
-		l.publish(published{note: st.note, size: st.size})
+		l.committed(b, st)
 	}
 	for i, r := range batch {
 		r.done <- results[i]
 	}
 }
 
-// write stores the accepted receipts of b, their nodes and the agents'
-// new heads, and signs and stores the new checkpoint.
+// write stores the accepted receipts of b, their nodes, the part of the
+// pending leaf index that is due (see leafIndexer) and the agents' new
+// heads, and signs and stores the new checkpoint.
 func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	rng, err := cloneRange(l.rng)
 	if err != nil {
@@ -178,7 +176,7 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	if putErr != nil {
 		return treeState{}, putErr
 	}
-	if err := putLeafIndex(tx, b.added, l.size); err != nil {
+	if b.flush, err = l.index.flush(tx, l.size, len(b.added)); err != nil {
 		return treeState{}, err
 	}
 	for k, h := range b.heads {
@@ -189,21 +187,13 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	return l.writeCheckpoint(tx, rng)
 }
 
-// putLeafIndex records the leaf hashes of added, the leaves from index
-// first on, in hash order: a B+tree takes sorted keys with far less
-// copying than random ones.
-func putLeafIndex(tx store.Tx, added []item, first uint64) error {
-	order := make([]int, len(added))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(added[a].leaf[:], added[b].leaf[:]) })
-	for _, i := range order {
-		if err := tx.PutLeafIndex(added[i].leaf[:], first+uint64(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+// committed takes on the durable commit of b, which made the tree st:
+// its leaves join the pending leaf index before the checkpoint covering
+// them is published.
+func (l *Log) committed(b *batchState, st treeState) {
+	l.index.committed(b.flush, b.added, l.size)
+	l.rng, l.size = st.rng, st.size
+	l.publish(published{note: st.note, size: st.size})
 }
 
 // writeCheckpoint signs and stores the checkpoint for rng.
@@ -228,18 +218,20 @@ func (l *Log) writeCheckpoint(tx store.Tx, rng *compact.Range) (treeState, error
 // batchState is what the requests of one batch accepted so far add to
 // the stored log.
 type batchState struct {
-	tx     store.Tx
-	size   uint64 // stored size before the batch
-	added  []item
-	heads  map[string]Head
-	leaves map[[32]byte]uint64
+	tx      store.Tx
+	size    uint64 // stored size before the batch
+	added   []item
+	heads   map[string]Head
+	leaves  map[[32]byte]uint64
+	pending *pendingLeaves // committed leaves the store's index may lack
+	flush   indexFlush     // what write put in the store's index
 }
 
 // apply checks req against the log as the earlier requests of the batch
 // leave it, and keeps its receipts only if every one passes.
 func (b *batchState) apply(req *request) result {
 	staged := &batchState{tx: b.tx, size: b.size + uint64(len(b.added)),
-		heads: map[string]Head{}, leaves: map[[32]byte]uint64{}}
+		heads: map[string]Head{}, leaves: map[[32]byte]uint64{}, pending: b.pending}
 	indexes := make([]uint64, len(req.items))
 	for i, it := range req.items {
 		idx, err := b.place(staged, it)
@@ -260,31 +252,43 @@ func (b *batchState) apply(req *request) result {
 
 // place returns it's existing index if the log holds it, or stages it in
 // s if it extends its agent's chain.
+//
+// Only a receipt whose seq is at most its agent's head seq can already be
+// in the log: every stored receipt of a key has a seq at most its head's,
+// and the leaf hash covers key_id and seq. So the leaf index is read only
+// for those (a retry, or a fork the chain check refuses); a receipt that
+// may extend the chain needs no index read.
 func (b *batchState) place(s *batchState, it item) (uint64, error) {
-	idx, found, err := b.leafIndex(s, it.leaf)
-	if err != nil || found {
-		return idx, err
-	}
 	head, found, err := b.head(s, it.keyID)
 	if err != nil {
 		return 0, err
 	}
+	if found && it.seq <= head.Seq {
+		idx, stored, err := b.leafIndex(s, it.leaf)
+		if err != nil || stored {
+			return idx, err
+		}
+	}
 	if err := chainError(it, head, found); err != nil {
 		return 0, err
 	}
-	idx = s.size + uint64(len(s.added))
+	idx := s.size + uint64(len(s.added))
 	s.added = append(s.added, it)
 	s.heads[it.keyID] = Head{Seq: it.seq, SHA256: it.sha, Index: idx}
 	s.leaves[it.leaf] = idx
 	return idx, nil
 }
 
-// leafIndex looks up a leaf hash in s, then the batch, then the store.
+// leafIndex looks up a leaf hash in s, then the batch, then the pending
+// leaf index, then the store.
 func (b *batchState) leafIndex(s *batchState, leaf [32]byte) (uint64, bool, error) {
 	if i, ok := s.leaves[leaf]; ok {
 		return i, true, nil
 	}
 	if i, ok := b.leaves[leaf]; ok {
+		return i, true, nil
+	}
+	if i, ok := b.pending.get(leaf[:]); ok {
 		return i, true, nil
 	}
 	i, ok, err := b.tx.LeafIndex(leaf[:])

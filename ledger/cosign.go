@@ -129,8 +129,9 @@ func (l *Log) CheckpointAt(size uint64) ([]byte, error) {
 }
 
 // upgrade rewrites the version of a version 1 file, whose cosignatures
-// and witnesses buckets store.OpenBolt has just created empty, as the
-// current version.
+// and witnesses buckets store.OpenBolt has just created empty, or of a
+// version 2 file, as the current version (load then writes its
+// "leaves_from": every leaf is indexed).
 func (l *Log) upgrade(tx store.Tx, version []byte) error {
 	if string(version) == store.Version {
 		return nil
@@ -138,7 +139,7 @@ func (l *Log) upgrade(tx store.Tx, version []byte) error {
 	if err := tx.SetMeta(store.MetaVersion, []byte(store.Version)); err != nil {
 		return fmt.Errorf("%w: %s: upgrading storage format version %s to %s: %w", ErrStorage, l.path, version, store.Version, err)
 	}
-	l.logger.Info("ledger file upgraded: it can now store witness cosignatures", "path", l.path, "from_version", string(version), "to_version", store.Version)
+	l.logger.Info("ledger file upgraded to the current storage format", "path", l.path, "from_version", string(version), "to_version", store.Version)
 	return nil
 }
 

@@ -98,10 +98,20 @@
 //	heads         agent key_id (16 ASCII hex digits)    seq || receipt SHA-256 (32 bytes) || leaf index
 //	cosignatures  tree size || witness key name         the witness's signature line(s) on the checkpoint of that size
 //	witnesses     witness key name                      the largest tree size it cosigned
-//	meta          "version"                             "2" (ASCII decimal)
+//	meta          "version"                             "3" (ASCII decimal)
 //	              "origin"                              the origin the log was created with
 //	              "size"                                tree size
 //	              "checkpoint"                          the latest signed checkpoint note, log signature only
+//	              "leaves_from"                         leaf index: every leaf below it is in bucket leaves
+//
+// Bucket leaves lags behind the entries: the committer keeps the leaves
+// it has not indexed yet in memory, at most 32,768 plus one batch, and
+// once more than 32,768 wait, each commit also writes the waiting leaves
+// of the next few first bytes of the hash, in hash order, at least as many
+// as it adds; so each write fills pages instead of dirtying one page per
+// receipt. A leaf at or above "leaves_from" may be missing from the
+// bucket; its hash is then the level 0 node of its index, and [Open]
+// rebuilds the waiting set from those nodes. Lookups by leaf hash see both.
 //
 // A cosignature line is "— " (U+2014, space), the witness key name, a
 // space, and the base64 of the key hash (4 bytes), timestamp (8) and
@@ -124,9 +134,13 @@
 //
 // Versioning: the meta "version" names the layout above. A bankdoor that
 // does not know a file's version refuses to open it; any change to a
-// bucket, key or value encoding takes a new version. Version "1" is the
-// layout without the cosignatures and witnesses buckets: [Open] upgrades
-// such a file by adding the two buckets, empty, then writing version "2";
+// bucket, key or value encoding, or to what a bucket is sure to hold,
+// takes a new version. Version "2" is the layout with every leaf in
+// bucket leaves and no "leaves_from" (a bankdoor reading a version 3 file
+// as version 2 would miss the leaves not indexed yet, hence version 3).
+// Version "1" is version 2 without the cosignatures and witnesses
+// buckets. [Open] upgrades a file of version 1 or 2 by adding what it
+// lacks, empty, then writing version "3" and "leaves_from" as its size;
 // [Fsck] reads it as is.
 //
 // [Fsck] recomputes everything derivable from the entries and names the

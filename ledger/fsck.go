@@ -37,8 +37,10 @@ func (r *FsckReport) String() string {
 // Fsck checks the ledger file at path without changing it. It opens the
 // file read-only (and so fails while a process holds it open for
 // writing), then recomputes everything derived from the entries: every
-// leaf hash and its leaf-index record, every complete tree node (each must
-// be stored, with no extra ones), every agent's chain (seq 1, 2, ... and
+// leaf hash and its leaf-index record (which must exist below meta
+// "leaves_from" and be right wherever it exists, with no extra ones),
+// every complete tree node (each must be stored, with no extra ones),
+// every agent's chain (seq 1, 2, ... and
 // prev links, each receipt parsed strictly) and head, and the root and
 // size of the stored checkpoint. Signatures are not checked: Fsck has no
 // keys; verify the checkpoint with the log's .vkey and the receipts with
@@ -63,7 +65,15 @@ func fsck(ctx context.Context, tx store.Tx, rep *FsckReport) error {
 	if err != nil {
 		return err
 	}
-	f := &fscker{tx: tx, heads: map[string]Head{}, rng: rangeFactory().NewEmptyRange(0)}
+	from := size // a file before version 3 indexes every leaf
+	if b, err := tx.Meta(store.MetaLeavesFrom); err != nil {
+		return err
+	} else if b != nil {
+		if from, err = parseLeavesFrom(b, size); err != nil {
+			return corrupt("%v", err)
+		}
+	}
+	f := &fscker{tx: tx, heads: map[string]Head{}, rng: rangeFactory().NewEmptyRange(0), leavesFrom: from}
 	err = tx.ForEachEntry(0, func(i uint64, data []byte) error {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -95,7 +105,8 @@ func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
 		return 0, log.Checkpoint{}, err
 	}
 	if !store.KnownVersion(version) {
-		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks versions %q and %q", version, store.Version1, store.Version)
+		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks versions %q, %q and %q",
+			version, store.Version1, store.Version2, store.Version)
 	}
 	origin, _ := tx.Meta(store.MetaOrigin)
 	rep.Origin = string(origin)
@@ -117,11 +128,13 @@ func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
 
 // fscker recomputes the log from its entries.
 type fscker struct {
-	tx    store.Tx
-	rng   *compact.Range
-	heads map[string]Head
-	nodes uint64
-	err   error // first node mismatch
+	tx         store.Tx
+	rng        *compact.Range
+	heads      map[string]Head
+	nodes      uint64
+	leavesFrom uint64 // every leaf below is in the leaf index
+	indexed    uint64 // leaves found in the leaf index
+	err        error  // first node mismatch
 }
 
 func (f *fscker) entry(i, size uint64, data []byte) error {
@@ -135,10 +148,12 @@ func (f *fscker) entry(i, size uint64, data []byte) error {
 	switch idx, ok, err := f.tx.LeafIndex(leaf); {
 	case err != nil:
 		return err
-	case !ok:
-		return corrupt("entry %d: its leaf hash %x is not in the leaf index", i, leaf)
-	case idx != i:
+	case !ok && i < f.leavesFrom:
+		return corrupt("entry %d: its leaf hash %x is not in the leaf index, which holds every leaf below %d", i, leaf, f.leavesFrom)
+	case ok && idx != i:
 		return corrupt("entry %d: the leaf index maps its leaf hash %x to %d", i, leaf, idx)
+	case ok:
+		f.indexed++
 	}
 	if err := f.chain(i, data); err != nil {
 		return err
@@ -192,8 +207,8 @@ func (f *fscker) finish(size uint64) error {
 	if err := f.tx.ForEachLeaf(func([]byte, uint64) error { leaves++; return nil }); err != nil {
 		return err
 	}
-	if leaves != size {
-		return corrupt("the leaf index holds %d hashes for %d entries", leaves, size)
+	if leaves != f.indexed {
+		return corrupt("the leaf index holds %d hashes; %d of the %d entries are in it", leaves, f.indexed, size)
 	}
 	if err := f.tx.ForEachNode(func(compact.NodeID, []byte) error { nodes++; return nil }); err != nil {
 		return err

@@ -37,6 +37,9 @@ func TestFsckFindsCorruption(t *testing.T) {
 	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
+	tl.Close()
+	tl.indexLag = 1 // the second commit indexes the first's 7 leaves, and leaves_from is 7
+	tl.reopen(t)
 	rs := a.Chain(t, 20)
 	tl.mustAppend(t, rs[:7]...)
 	tl.mustAppend(t, rs[7:]...)
@@ -59,7 +62,10 @@ func TestFsckFindsCorruption(t *testing.T) {
 		{"entry beyond size", put("entries", key(20), rs[0]), "entry 20 is beyond"},
 		{"leaf index wrong", put("leaves", hasher.HashLeaf(rs[3]), key(4)), "entry 3: the leaf index maps"},
 		{"leaf index missing", del("leaves", hasher.HashLeaf(rs[3])), "entry 3: its leaf hash"},
-		{"leaf index extra", put("leaves", make([]byte, 32), key(1)), "leaf index holds 21"},
+		{"leaf index extra", put("leaves", make([]byte, 32), key(1)), "leaf index holds 8 hashes; 7 of the 20"},
+		{"leaf index wrong above leaves_from", put("leaves", hasher.HashLeaf(rs[10]), key(11)), "entry 10: the leaf index maps"},
+		{"leaves_from raised", put("meta", []byte("leaves_from"), key(8)), "entry 7: its leaf hash"},
+		{"leaves_from beyond size", put("meta", []byte("leaves_from"), key(21)), `"leaves_from" is 21, beyond the tree size 20`},
 		{"leaf node changed", put("nodes", node(0, 4), make([]byte, 32)), "node (level 0, index 4) is 0000"},
 		{"inner node missing", del("nodes", node(2, 3)), "node (level 2, index 3) is missing"},
 		{"node extra", put("nodes", node(0, 20), make([]byte, 32)), "nodes are stored"},
@@ -82,7 +88,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 		{"checkpoint not a note", put("meta", []byte("checkpoint"), []byte("hello")), "not a signed note"},
 		{"witness cosigned more", put("witnesses", []byte("w.example"), key(21)), "witness w.example cosigned the checkpoint of size 21 but the file's tree has 20 entries"},
 		{"witness's cosignature missing", del("cosignatures", store.CosignatureKey(20, "w.example")), "no cosignature of that size"},
-		{"unknown version", put("meta", []byte("version"), []byte("3")), `version is "3"`},
+		{"unknown version", put("meta", []byte("version"), []byte("4")), `version is "4"`},
 		{"chain broken", func(tx *bolt.Tx) error { // entries 8 and 9 swapped, with their leaf index
 			return errors.Join(put("entries", key(8), rs[9])(tx), put("entries", key(9), rs[8])(tx),
 				put("leaves", hasher.HashLeaf(rs[9]), key(8))(tx), put("leaves", hasher.HashLeaf(rs[8]), key(9))(tx))

@@ -73,6 +73,7 @@ type testLog struct {
 	agents   *agentchain.Keys
 	verifier note.Verifier
 	opts     Options
+	indexLag int // the leaf index's lag (see leafIndexer); 0 means Open's
 }
 
 func openTestLog(t testing.TB, maxBatch int, agents ...*agent) *testLog {
@@ -91,7 +92,11 @@ func openTestLog(t testing.TB, maxBatch int, agents ...*agent) *testLog {
 // reopen opens the log's file again (after Close).
 func (tl *testLog) reopen(t testing.TB) {
 	t.Helper()
-	l, err := Open(tl.path, tl.opts)
+	lag := tl.indexLag
+	if lag == 0 {
+		lag = defaultIndexLag
+	}
+	l, err := openPath(tl.path, tl.opts, lag)
 	if err != nil {
 		t.Fatal(err)
 	}

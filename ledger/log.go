@@ -104,7 +104,9 @@ type Log struct {
 	linger               bool // Options.NoLinger unset
 	lingerNext           bool // see collect
 	lingerMax, lingerGap time.Duration
-	cpu                  cpuClock // for lingerNext
+	cpu                  cpuClock     // for lingerNext
+	index                *leafIndexer // its pending leaves are shared with readers
+	indexLag             int
 
 	stats commitStats
 }
@@ -154,6 +156,11 @@ func rangeFactory() *compact.RangeFactory {
 // checkpoint (ErrStorage; run Fsck to find out why). If another process
 // has the file open, Open fails after Options.LockWait (ErrLocked).
 func Open(path string, opts Options) (*Log, error) {
+	return openPath(path, opts, defaultIndexLag)
+}
+
+// openPath is Open with the leaf index's lag (see leafIndexer).
+func openPath(path string, opts Options, indexLag int) (*Log, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
@@ -163,7 +170,7 @@ func Open(path string, opts Options) (*Log, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
-	l, err := open(s, path, opts)
+	l, err := open(s, path, opts, indexLag)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -188,8 +195,9 @@ func checkOptions(opts Options) error {
 }
 
 // open prepares the store and starts the committer.
-func open(s store.Store, path string, opts Options) (*Log, error) {
+func open(s store.Store, path string, opts Options, indexLag int) (*Log, error) {
 	l := &Log{
+		indexLag: indexLag,
 		store:    s,
 		path:     path,
 		opts:     opts,
@@ -225,8 +233,8 @@ func (l *Log) load(tx store.Tx) error {
 		return l.create(tx)
 	}
 	if !store.KnownVersion(version) {
-		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q and %q, upgrade it",
-			ErrStorage, l.path, version, store.Version1, store.Version)
+		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q, %q and %q, upgrade it",
+			ErrStorage, l.path, version, store.Version1, store.Version2, store.Version)
 	}
 	if err := l.upgrade(tx, version); err != nil {
 		return err
@@ -242,6 +250,9 @@ func (l *Log) load(tx store.Tx) error {
 	if string(origin) != l.opts.Origin || !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()) {
 		return fmt.Errorf("%w: %s holds the log of key %s, not of this log key %s",
 			ErrOtherLog, l.path, logKeyOf(st.note, string(origin)), keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
+	}
+	if l.index, err = loadLeafIndex(tx, st.size, l.indexLag); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
 	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
 	return nil
@@ -261,12 +272,14 @@ func (l *Log) create(tx store.Tx) error {
 		{store.MetaOrigin, []byte(l.opts.Origin)},
 		{store.MetaSize, store.IndexKey(0)},
 		{store.MetaCheckpoint, cp},
+		{store.MetaLeavesFrom, store.IndexKey(0)},
 	} {
 		if err := tx.SetMeta(kv.k, kv.v); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 		}
 	}
 	l.rng, l.size, l.cp = rangeFactory().NewEmptyRange(0), 0, published{note: cp, size: 0}
+	l.index = &leafIndexer{pending: newPendingLeaves(), lag: l.indexLag}
 	return nil
 }
 

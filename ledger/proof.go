@@ -11,10 +11,17 @@ import (
 
 // LeafIndex returns the index of the leaf with the RFC 6962 leaf hash
 // (SHA-256 of 0x00 || receipt file). It is ErrNotFound if the log holds
-// no such leaf and ErrInvalid if leafHash is not 32 bytes.
+// no such leaf and ErrInvalid if leafHash is not 32 bytes. Every leaf
+// covered by a published checkpoint is found.
 func (l *Log) LeafIndex(leafHash []byte) (uint64, error) {
 	if len(leafHash) != hasher.Size() {
 		return 0, fmt.Errorf("%w: leaf hash is %d bytes, want %d", ErrInvalid, len(leafHash), hasher.Size())
+	}
+	// Pending first: the committer drops a leaf from it only once the
+	// transaction putting it in the store's index is durable, so a miss
+	// here means the read transaction below sees the leaf if it was there.
+	if i, ok := l.index.pending.get(leafHash); ok {
+		return i, nil
 	}
 	var idx uint64
 	err := l.view(func(tx store.Tx) error {
