@@ -117,9 +117,9 @@ func agentKey(pub ed25519.PublicKey) (*receipt.Key, error) {
 
 // receiptFiles returns the receipt file names in dir in seq order. Any
 // entry that is neither a receipt file, a dot file nor a directory with
-// another name is an *Error.
+// another name is an *Error, the first such by name.
 func receiptFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read receipts directory: %w", err)
 	}
@@ -128,6 +128,8 @@ func receiptFiles(dir string) ([]string, error) {
 		seq  uint64
 	}
 	var files []file
+	var bad *Error
+	last := uint64(0) // the highest seq
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -136,20 +138,45 @@ func receiptFiles(dir string) ([]string, error) {
 		if e.IsDir() && !ok {
 			continue
 		}
-		if !ok {
-			return nil, &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
+		if bad != nil && e.Name() > bad.File {
+			continue
 		}
-		if !e.Type().IsRegular() {
-			return nil, &Error{e.Name(), "not a regular file"}
+		switch {
+		case !ok:
+			bad = &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
+		case !e.Type().IsRegular():
+			bad = &Error{e.Name(), "not a regular file"}
+		default:
+			files = append(files, file{e.Name(), seq})
+			last = max(last, seq)
 		}
-		files = append(files, file{e.Name(), seq})
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	names := make([]string, len(files))
+	if last == uint64(len(files)) { // seq 1 to n, each once (a name is its seq's): in place
+		for _, f := range files {
+			names[f.seq-1] = f.name
+		}
+		return names, nil
 	}
 	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.seq, b.seq) })
-	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = f.name
 	}
 	return names, nil
+}
+
+// readDir is os.ReadDir without the sort by name, in the directory's
+// order.
+func readDir(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // readReceipt reads the receipt file at path as dirFile.read does.

@@ -318,6 +318,24 @@ func TestDirectoryContents(t *testing.T) {
 			wantError(t, err, name, "not a receipt file name")
 		})
 	}
+	t.Run("the first stray by name", func(t *testing.T) {
+		// The directory lists them in its own order; the error names the
+		// first in name order, whichever it lists first.
+		dir := makeDir(t, k, 2, "a")
+		for i := range 20 {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("stray-%02d.txt", 20-i)), nil)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "000009.json"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_, err := VerifyDir(dir, pubOf(k), Options{})
+		wantError(t, err, "000009.json", "not a regular file")
+		if err := os.Remove(filepath.Join(dir, "000009.json")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = VerifyDir(dir, pubOf(k), Options{})
+		wantError(t, err, "stray-01.txt", "not a receipt file name")
+	})
 	t.Run("subdirectories skipped", func(t *testing.T) {
 		dir := makeDir(t, k, 2, "a")
 		sub := filepath.Join(dir, "agent-b")
