@@ -103,6 +103,7 @@ type work struct {
 // open is a worker: it claims blocks in order and opens their files,
 // until there are none left or accept is done.
 func (w *work) open() {
+	var rd reader
 	for {
 		select {
 		case w.free <- struct{}{}:
@@ -121,7 +122,7 @@ func (w *work) open() {
 				return
 			default:
 			}
-			slot[i-first] = w.openFile(i)
+			slot[i-first] = w.openFile(&rd, i)
 		}
 		w.ready[k%len(w.slots)] <- struct{}{}
 	}
@@ -129,9 +130,9 @@ func (w *work) open() {
 
 // openFile reads names[i], parses it, checks its signature and file name
 // and hashes it: all that does not depend on the files before it.
-func (w *work) openFile(i int) opened {
+func (w *work) openFile(rd *reader, i int) opened {
 	name := w.names[i]
-	b, err := w.dir.read(name)
+	b, err := w.dir.read(rd, name)
 	if err != nil {
 		return opened{err: err}
 	}

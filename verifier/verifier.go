@@ -29,6 +29,7 @@
 package verifier
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/ed25519"
 	"encoding/hex"
@@ -181,7 +182,7 @@ func readDir(dir string) ([]os.DirEntry, error) {
 
 // readReceipt reads the receipt file at path as dirFile.read does.
 func readReceipt(path string) ([]byte, error) {
-	return readAt(unix.AT_FDCWD, path, path)
+	return new(reader).readAt(unix.AT_FDCWD, path, path)
 }
 
 // A dirFile is a receipts directory held open to read its files relative
@@ -207,39 +208,43 @@ func (d dirFile) close() {
 	}
 }
 
-// read reads the receipt file name in d.
-func (d dirFile) read(name string) ([]byte, error) {
+// read reads the receipt file name in d with rd.
+func (d dirFile) read(rd *reader, name string) ([]byte, error) {
 	if d.fd == unix.AT_FDCWD {
 		path := filepath.Join(d.path, name)
-		return readAt(unix.AT_FDCWD, path, path)
+		return rd.readAt(unix.AT_FDCWD, path, path)
 	}
-	b, err := readAt(d.fd, name, "")
+	b, err := rd.readAt(d.fd, name, "")
 	if e, ok := err.(*os.PathError); ok {
 		e.Path = filepath.Join(d.path, name)
 	}
 	return b, err
 }
 
+// A reader reads receipt files, one at a time, into a buffer it keeps.
+type reader struct {
+	buf []byte // receipt.MaxSize+1 bytes, once used
+}
+
 // readAt reads at most one byte more than a receipt may have from the
 // file name in the directory dirfd, or at the path name if dirfd is
-// AT_FDCWD; its errors are *os.PathErrors for path. It uses the openat,
-// read and close system calls directly: an *os.File would also register
-// the descriptor with the runtime's poller (a failing epoll_ctl per file)
-// and grow its buffer as io.ReadAll does, which was a tenth of the CPU of
-// verifying a directory.
-func readAt(dirfd int, name, path string) ([]byte, error) {
+// AT_FDCWD, and returns it in a new slice; its errors are *os.PathErrors
+// for path. It uses the openat, read and close system calls directly: an
+// *os.File would also register the descriptor with the runtime's poller
+// (a failing epoll_ctl per file) and grow its buffer as io.ReadAll does,
+// which was a tenth of the CPU of verifying a directory.
+func (rd *reader) readAt(dirfd int, name, path string) ([]byte, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 2048) // a receipt is usually under 1 KiB
+	if rd.buf == nil {
+		rd.buf = make([]byte, receipt.MaxSize+1)
+	}
 	n := 0
-	for n < receipt.MaxSize+1 {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, min(len(buf), receipt.MaxSize+1-len(buf)))...)
-		}
-		m, err := unix.Read(fd, buf[n:])
+	for n < len(rd.buf) {
+		m, err := unix.Read(fd, rd.buf[n:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -251,7 +256,7 @@ func readAt(dirfd int, name, path string) ([]byte, error) {
 		}
 		n += m
 	}
-	return buf[:n:n], nil
+	return bytes.Clone(rd.buf[:n]), nil
 }
 
 // chain is the state of a verification: what the next receipt must be.

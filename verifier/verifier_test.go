@@ -406,9 +406,8 @@ func TestOrderIsNumeric(t *testing.T) {
 }
 
 // TestReadReceiptSizes: readReceipt returns a file whole up to one byte
-// over the receipt limit (so that the parser names the size), grows past
-// its first buffer, reads an empty file, and names the file it cannot
-// open.
+// over the receipt limit (so that the parser names the size), reads an
+// empty file, and names the file it cannot open.
 func TestReadReceiptSizes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
