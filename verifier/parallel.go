@@ -20,13 +20,13 @@ type pipeline struct {
 	block  int // files
 }
 
-// The pipeline verifyFiles uses: a block is the work of about a
+// The pipeline verifyFiles uses: a block is the work of about half a
 // millisecond, small enough that no worker waits long for the last ones,
 // and the window is many blocks, so the workers do not wait for the
 // chain either.
 const (
 	window = 4096
-	block  = 32
+	block  = 16
 )
 
 // verifyFiles is VerifyDir over the given receipt files (in seq order),
