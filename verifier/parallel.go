@@ -58,7 +58,7 @@ func (p pipeline) run(dir string, names []string, key *receipt.Key, opts Options
 		w.leaves = make([][]byte, len(names))
 	}
 	w.blocks = (len(names) + p.block - 1) / p.block
-	slots := min(p.window/p.block, w.blocks)
+	slots := max(1, min(p.window/p.block, w.blocks))
 	w.slots = make([][]opened, slots)
 	w.ready = make([]chan struct{}, slots)
 	for i := range slots {

@@ -182,7 +182,7 @@ func readDir(dir string) ([]os.DirEntry, error) {
 
 // readReceipt reads the receipt file at path as dirFile.read does.
 func readReceipt(path string) ([]byte, error) {
-	return new(reader).readAt(unix.AT_FDCWD, path, path)
+	return new(reader).readAt(unix.AT_FDCWD, path)
 }
 
 // A dirFile is a receipts directory held open to read its files relative
@@ -211,12 +211,11 @@ func (d dirFile) close() {
 // read reads the receipt file name in d with rd.
 func (d dirFile) read(rd *reader, name string) ([]byte, error) {
 	if d.fd == unix.AT_FDCWD {
-		path := filepath.Join(d.path, name)
-		return rd.readAt(unix.AT_FDCWD, path, path)
+		return rd.readAt(unix.AT_FDCWD, filepath.Join(d.path, name))
 	}
-	b, err := rd.readAt(d.fd, name, "")
+	b, err := rd.readAt(d.fd, name)
 	if e, ok := err.(*os.PathError); ok {
-		e.Path = filepath.Join(d.path, name)
+		e.Path = filepath.Join(d.path, name) // the file, not just its name
 	}
 	return b, err
 }
@@ -229,14 +228,14 @@ type reader struct {
 // readAt reads at most one byte more than a receipt may have from the
 // file name in the directory dirfd, or at the path name if dirfd is
 // AT_FDCWD, and returns it in a new slice; its errors are *os.PathErrors
-// for path. It uses the openat, read and close system calls directly: an
+// for name. It uses the openat, read and close system calls directly: an
 // *os.File would also register the descriptor with the runtime's poller
 // (a failing epoll_ctl per file) and grow its buffer as io.ReadAll does,
 // which was a tenth of the CPU of verifying a directory.
-func (rd *reader) readAt(dirfd int, name, path string) ([]byte, error) {
+func (rd *reader) readAt(dirfd int, name string) ([]byte, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
 	if rd.buf == nil {
@@ -249,7 +248,7 @@ func (rd *reader) readAt(dirfd int, name, path string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
 		}
 		if m == 0 {
 			break
