@@ -29,10 +29,10 @@ const (
 	block  = 16
 )
 
-// verifyFiles is VerifyDir over the given receipt files (in seq order),
-// with the reading, parsing, signature checks and hashing of the files
-// spread over GOMAXPROCS goroutines and the chain checked in order as
-// they finish. If leaves is true it returns each receipt's RFC 6962 leaf
+// verifyFiles is VerifyDir over the given receipt files (as receiptFiles
+// returns them: receipt file names in seq order), with the reading,
+// parsing, signature checks and hashing of the files spread over
+// GOMAXPROCS goroutines and the chain checked in order as they finish. If leaves is true it returns each receipt's RFC 6962 leaf
 // hash too. check, if not nil, is called (in parallel) with each file's
 // position in names and its leaf hash; its error counts as that file's.
 // The error returned is the one of the first file in seq order that

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -205,11 +206,15 @@ func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
 	return r, nil
 }
 
-// named checks that name is the file name of r's seq. It does not need
-// the receipts before r, so calls may run in parallel.
+// named checks that name, a receipt file name (one receipt.ParseFileName
+// accepts, as receiptFiles's are), is the file name of r's seq. It does
+// not need the receipts before r, so calls may run in parallel.
 func named(name string, r *receipt.Receipt) error {
-	if want := receipt.FileName(r.Seq); want != name {
-		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, want)}
+	// name is the FileName of the seq its digits spell, and no other seq
+	// has that FileName: comparing the seqs compares the names, without
+	// formatting one.
+	if seq, err := strconv.ParseUint(strings.TrimSuffix(name, ".json"), 10, 64); err != nil || seq != r.Seq {
+		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, receipt.FileName(r.Seq))}
 	}
 	return nil
 }
