@@ -89,7 +89,7 @@ func verifyPlain(dir string, key *receipt.Key, opts Options, cp *cosignature.Ver
 	if len(names) == 0 {
 		return nil, &Error{Reason: "no receipts in " + dir}
 	}
-	rep, leaves, err := verifyFiles(dir, names, key, opts, nil)
+	rep, leaves, err := verifyFiles(dir, names, key, opts, true, nil)
 	if err != nil {
 		return nil, err
 	}

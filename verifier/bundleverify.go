@@ -65,7 +65,7 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.P
 	if len(names) > int(head.Seq) {
 		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
 	}
-	rep, _, err := verifyFiles(rdir, names, key, opts, proofChecker(b, cp.Hash))
+	rep, _, err := verifyFiles(rdir, names, key, opts, false, proofChecker(b, cp.Hash))
 	if err != nil {
 		return nil, err
 	}

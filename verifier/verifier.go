@@ -36,8 +36,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
@@ -101,7 +101,7 @@ func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error)
 	if len(names) == 0 {
 		return nil, &Error{Reason: "no receipts in " + dir}
 	}
-	rep, _, err := verifyFiles(dir, names, key, opts, nil)
+	rep, _, err := verifyFiles(dir, names, key, opts, false, nil)
 	return rep, err
 }
 
@@ -115,9 +115,9 @@ func agentKey(pub ed25519.PublicKey) (*receipt.Key, error) {
 
 // receiptFiles returns the receipt file names in dir in seq order. Any
 // entry that is neither a receipt file, a dot file nor a directory with
-// another name is an *Error.
+// another name is an *Error, the first such by name.
 func receiptFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read receipts directory: %w", err)
 	}
@@ -126,6 +126,8 @@ func receiptFiles(dir string) ([]string, error) {
 		seq  uint64
 	}
 	var files []file
+	var bad *Error
+	last := uint64(0) // the highest seq
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -134,52 +136,45 @@ func receiptFiles(dir string) ([]string, error) {
 		if e.IsDir() && !ok {
 			continue
 		}
-		if !ok {
-			return nil, &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
+		if bad != nil && e.Name() > bad.File {
+			continue
 		}
-		if !e.Type().IsRegular() {
-			return nil, &Error{e.Name(), "not a regular file"}
+		switch {
+		case !ok:
+			bad = &Error{e.Name(), "not a receipt file name (want NNNNNN.json, like 000001.json); move it out of the directory"}
+		case !e.Type().IsRegular():
+			bad = &Error{e.Name(), "not a regular file"}
+		default:
+			files = append(files, file{e.Name(), seq})
+			last = max(last, seq)
 		}
-		files = append(files, file{e.Name(), seq})
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	names := make([]string, len(files))
+	if last == uint64(len(files)) { // seq 1 to n, each once (a name is its seq's): in place
+		for _, f := range files {
+			names[f.seq-1] = f.name
+		}
+		return names, nil
 	}
 	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.seq, b.seq) })
-	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = f.name
 	}
 	return names, nil
 }
 
-// readReceipt reads at most one byte more than a receipt may have. It
-// uses the open, read and close system calls directly: an *os.File would
-// also register the descriptor with the runtime's poller (a failing
-// epoll_ctl per file) and grow its buffer as io.ReadAll does, which was a
-// tenth of the CPU of verifying a directory.
-func readReceipt(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+// readDir is os.ReadDir without the sort by name, in the directory's
+// order.
+func readDir(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 2048) // a receipt is usually under 1 KiB
-	n := 0
-	for n < receipt.MaxSize+1 {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, min(len(buf), receipt.MaxSize+1-len(buf)))...)
-		}
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n:n], nil
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // chain is the state of a verification: what the next receipt must be.
@@ -211,20 +206,34 @@ func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
 	return r, nil
 }
 
-// accept checks r, parsed from b by parse, as the next receipt in seq
-// order: its file name, chain link and policy.
-func (c *chain) accept(name string, b []byte, r *receipt.Receipt) error {
-	if want := receipt.FileName(r.Seq); want != name {
-		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, want)}
+// named checks that name, a receipt file name (one receipt.ParseFileName
+// accepts, as receiptFiles's are), is the file name of r's seq. It does
+// not need the receipts before r, so calls may run in parallel.
+func named(name string, r *receipt.Receipt) error {
+	// name is the FileName of the seq its digits spell, and no other seq
+	// has that FileName: comparing the seqs compares the names, without
+	// formatting one.
+	if seq, err := strconv.ParseUint(strings.TrimSuffix(name, ".json"), 10, 64); err != nil || seq != r.Seq {
+		return &Error{name, fmt.Sprintf("holds seq %d, so its name should be %s", r.Seq, receipt.FileName(r.Seq))}
 	}
+	return nil
+}
+
+// accept checks r, parsed by parse from a file named name (checked by
+// named) whose receipt hash is sum, as the next receipt in seq order: its
+// chain link and policy.
+func (c *chain) accept(name string, r *receipt.Receipt, sum [32]byte) error {
 	if err := c.link(name, r); err != nil {
 		return err
 	}
 	if p := c.opts.PolicySHA256; p != "" && r.PolicySHA256 != p {
 		return &Error{name, fmt.Sprintf("policy_sha256 %s is not the policy's SHA-256 %s", r.PolicySHA256, p)}
 	}
-	sum := receipt.Hash(b)
-	c.rep.Receipts = append(c.rep.Receipts, Checked{name, r.Seq, sum, r.Decision})
+	decision := receipt.Deny // not r.Decision, which holds on to the whole receipt's text
+	if r.Decision == receipt.Allow {
+		decision = receipt.Allow
+	}
+	c.rep.Receipts = append(c.rep.Receipts, Checked{name, r.Seq, sum, decision})
 	c.rep.LastSeq, c.rep.Head, c.last = r.Seq, sum, name
 	return nil
 }
@@ -248,7 +257,9 @@ func (c *chain) link(name string, r *receipt.Receipt) error {
 		}
 		return nil
 	}
-	if r.Prev != hex.EncodeToString(c.rep.Head[:]) {
+	var head [64]byte // hex, without hex.EncodeToString's allocation
+	hex.Encode(head[:], c.rep.Head[:])
+	if r.Prev != string(head[:]) {
 		return &Error{name, "prev does not match SHA-256 of " + c.last}
 	}
 	return nil

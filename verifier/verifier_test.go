@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
@@ -318,6 +320,24 @@ func TestDirectoryContents(t *testing.T) {
 			wantError(t, err, name, "not a receipt file name")
 		})
 	}
+	t.Run("the first stray by name", func(t *testing.T) {
+		// The directory lists them in its own order; the error names the
+		// first in name order, whichever it lists first.
+		dir := makeDir(t, k, 2, "a")
+		for i := range 20 {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("stray-%02d.txt", 20-i)), nil)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "000009.json"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_, err := VerifyDir(dir, pubOf(k), Options{})
+		wantError(t, err, "000009.json", "not a regular file")
+		if err := os.Remove(filepath.Join(dir, "000009.json")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = VerifyDir(dir, pubOf(k), Options{})
+		wantError(t, err, "stray-01.txt", "not a receipt file name")
+	})
 	t.Run("subdirectories skipped", func(t *testing.T) {
 		dir := makeDir(t, k, 2, "a")
 		sub := filepath.Join(dir, "agent-b")
@@ -388,9 +408,8 @@ func TestOrderIsNumeric(t *testing.T) {
 }
 
 // TestReadReceiptSizes: readReceipt returns a file whole up to one byte
-// over the receipt limit (so that the parser names the size), grows past
-// its first buffer, reads an empty file, and names the file it cannot
-// open.
+// over the receipt limit (so that the parser names the size), reads an
+// empty file, and names the file it cannot open.
 func TestReadReceiptSizes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -409,5 +428,31 @@ func TestReadReceiptSizes(t *testing.T) {
 	}
 	if _, err := readReceipt(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want an error naming it that is os.ErrNotExist", err)
+	}
+}
+
+// TestDirFileFallback: a directory that cannot be held open has its files
+// opened by path, with the errors of that path.
+func TestDirFileFallback(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "000001.json"), []byte("{}"))
+	for _, d := range []dirFile{openDir(dir), {unix.AT_FDCWD, dir}} {
+		if b, err := d.read(new(reader), "000001.json"); err != nil || string(b) != "{}" {
+			t.Errorf("%+v: read %q, %v; want {}", d, b, err)
+		}
+		_, err := d.read(new(reader), "000002.json")
+		if want := "open " + filepath.Join(dir, "000002.json") + ": no such file or directory"; err == nil || err.Error() != want || !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%+v: missing file: %v, want %s", d, err, want)
+		}
+		d.close()
+	}
+	gone := filepath.Join(dir, "gone")
+	if d := openDir(gone); d.fd != unix.AT_FDCWD {
+		t.Fatalf("openDir of a missing directory = %+v, want AT_FDCWD", d)
+	}
+	_, err := openDir(gone).read(new(reader), "000001.json")
+	if want := "open " + filepath.Join(gone, "000001.json") + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("missing directory: %v, want %s", err, want)
 	}
 }

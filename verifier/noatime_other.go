@@ -1,0 +1,7 @@
+//go:build !linux
+
+package verifier
+
+// oNoATime is 0: the system has no open flag that leaves a file's access
+// time as it is.
+const oNoATime = 0
