@@ -22,10 +22,11 @@ func TestBound(t *testing.T) {
 	}
 	ms := []Measurement{m,
 		{ID: "appends-batched", Section: "ledger", Status: StatusMeasured, Value: m.Value / 2, N: 10},
+		{ID: "appends-batched-1024", Section: "ledger", Status: StatusMeasured, Value: m.Value / 5, N: 10},
 		{ID: "verify-offline", Section: "verify", Status: StatusMeasured, Value: checks / 4, N: 10}}
 	got := boundRatios(ms, c, cores)
-	if len(got) != 2 || math.Abs(got[0].Value-0.5) > 1e-9 || math.Abs(got[1].Value-0.25) > 1e-9 {
-		t.Errorf("ratios %+v, want 0.5 and 0.25", got)
+	if len(got) != 3 || math.Abs(got[0].Value-0.5) > 1e-9 || math.Abs(got[1].Value-0.2) > 1e-9 || math.Abs(got[2].Value-0.25) > 1e-9 {
+		t.Errorf("ratios %+v, want 0.5, 0.2 and 0.25", got)
 	}
 	if got := boundRatios(ms[1:], c, cores); got != nil {
 		t.Errorf("ratios without the bound row: %+v, want none", got)

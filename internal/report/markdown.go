@@ -67,8 +67,12 @@ func settingsLine(s Settings) string {
 	if s.SideBySideRounds > 0 {
 		sbs = fmt.Sprintf("; side by side with Tessera: %d writers, %d × %d s per log, alternating", s.SideBySideWriters, s.SideBySideRounds, s.SideBySideSeconds)
 	}
-	return fmt.Sprintf("%d timed calls per latency case%s; %d appends batched, %d one per transaction%s; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
-		s.Calls, procs, s.Appends, s.SingleTx, sbs, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
+	wide := ""
+	if s.AppendsWide > 0 {
+		wide = fmt.Sprintf(" by 64 agents (%d by 1024)", s.AppendsWide)
+	}
+	return fmt.Sprintf("%d timed calls per latency case%s; %d appends batched%s, %d one per transaction%s; inclusion proofs at %s leaves (%d each); %d receipts verified offline as a directory, %d as an export bundle; anchoring %s",
+		s.Calls, procs, s.Appends, wide, s.SingleTx, sbs, strings.Join(sizes, ", "), s.Proofs, s.VerifyFiles, s.VerifyBundle, anchoring(s))
 }
 
 func anchoring(s Settings) string {

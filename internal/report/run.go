@@ -23,13 +23,13 @@ import (
 func SettingsFor(mode string) Settings {
 	switch mode {
 	case "quick":
-		return Settings{Mode: mode, Calls: 50, Appends: 512, SingleTx: 64, CheckpointN: 200, ProofSizes: []uint64{1000}, Proofs: 200, VerifyFiles: 500, VerifyBundle: 500, Anchors: 20,
+		return Settings{Mode: mode, Calls: 50, Appends: 512, AppendsWide: 4096, SingleTx: 64, CheckpointN: 200, ProofSizes: []uint64{1000}, Proofs: 200, VerifyFiles: 500, VerifyBundle: 500, Anchors: 20,
 			ProcsDenies: 80, TakeoverRounds: 3, SideBySideWriters: 256, SideBySideSeconds: 3, SideBySideRounds: 0}
 	case "full":
-		return Settings{Mode: mode, Calls: 1000, Appends: 16384, SingleTx: 1024, CheckpointN: 2000, ProofSizes: []uint64{10_000, 100_000, 1_000_000}, Proofs: 2000, VerifyFiles: 20_000, VerifyBundle: 20_000, Anchors: 200,
+		return Settings{Mode: mode, Calls: 1000, Appends: 16384, AppendsWide: 262_144, SingleTx: 1024, CheckpointN: 2000, ProofSizes: []uint64{10_000, 100_000, 1_000_000}, Proofs: 2000, VerifyFiles: 20_000, VerifyBundle: 20_000, Anchors: 200,
 			ProcsDenies: 1600, TakeoverRounds: 10, SideBySideWriters: 1024, SideBySideSeconds: 30, SideBySideRounds: 3}
 	}
-	return Settings{Mode: "default", Calls: 400, Appends: 4096, SingleTx: 256, CheckpointN: 1000, ProofSizes: []uint64{10_000, 100_000}, Proofs: 1000, VerifyFiles: 5000, VerifyBundle: 5000, Anchors: 100,
+	return Settings{Mode: "default", Calls: 400, Appends: 4096, AppendsWide: 65_536, SingleTx: 256, CheckpointN: 1000, ProofSizes: []uint64{10_000, 100_000}, Proofs: 1000, VerifyFiles: 5000, VerifyBundle: 5000, Anchors: 100,
 		ProcsDenies: 400, TakeoverRounds: 5, SideBySideWriters: 1024, SideBySideSeconds: 30, SideBySideRounds: 2}
 }
 
@@ -115,9 +115,13 @@ func attackReceipts(b *Bench, attacks int) Measurement {
 
 func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement {
 	var ms []Measurement
-	m, err := lb.Appends(ctx, "appends-batched", s.Appends, 0)
+	m, err := lb.Appends(ctx, "appends-batched", s.Appends, 0, 64)
 	ms = append(ms, rowOrFailure(m, err, "appends-batched", "ledger", "durable appends, group commit"))
-	m, err = lb.Appends(ctx, "appends-single-tx", s.SingleTx, 1)
+	if s.AppendsWide > 0 {
+		m, err = lb.Appends(ctx, "appends-batched-1024", s.AppendsWide, 0, 1024)
+		ms = append(ms, rowOrFailure(m, err, "appends-batched-1024", "ledger", "durable appends, group commit, 1024 agents"))
+	}
+	m, err = lb.Appends(ctx, "appends-single-tx", s.SingleTx, 1, 64)
 	ms = append(ms, rowOrFailure(m, err, "appends-single-tx", "ledger", "durable appends, one receipt per transaction"))
 	m, err = lb.CheckpointLatency(ctx, s.CheckpointN)
 	ms = append(ms, rowOrFailure(m, err, "checkpoint-latency", "ledger", "time to a covering checkpoint"))

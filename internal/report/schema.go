@@ -51,9 +51,12 @@ type Machine struct {
 // Settings are the sizes the run used (set by --quick, --full or the
 // defaults).
 type Settings struct {
-	Mode        string   `json:"mode"`                // "quick", "default" or "full"
-	Calls       int      `json:"calls"`               // timed tools/call per latency case
-	Appends     int      `json:"appends"`             // receipts appended with group commit
+	Mode    string `json:"mode"`    // "quick", "default" or "full"
+	Calls   int    `json:"calls"`   // timed tools/call per latency case
+	Appends int    `json:"appends"` // receipts appended with group commit by 64 agents
+	// AppendsWide is the receipts appended with group commit by 1,024
+	// agents (row appends-batched-1024); 0 in a report made before it.
+	AppendsWide int      `json:"appends_wide,omitempty"`
 	SingleTx    int      `json:"appends_single_tx"`   // receipts appended one per transaction
 	CheckpointN int      `json:"checkpoint_receipts"` // receipts timed to a covering checkpoint
 	ProofSizes  []uint64 `json:"proof_sizes"`         // log sizes at which inclusion proofs and the peak heap were measured
