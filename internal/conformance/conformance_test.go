@@ -24,10 +24,9 @@ type bench struct {
 }
 
 // newBench installs the project (npm, once per machine), builds bankdoor
-// and starts target and the gateway in front of it for t. The gateway may
-// hold more sessions than the default: the runner never sends DELETE, and
-// session lifecycle is tested elsewhere; here the table measures the
-// relay.
+// and starts target and the gateway in front of it for t, with the
+// gateway's default session limits: the runner never sends DELETE, and
+// the idle sessions it leaves are evicted as a real client's are.
 func newBench(t *testing.T, target Target, flags ...string) *bench {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -46,7 +45,7 @@ func newBench(t *testing.T, target Target, flags ...string) *bench {
 	}
 	t.Cleanup(u.Close)
 	g, err := StartGateway(ctx, GatewayConfig{Bankdoor: bin, Target: target, Upstream: u.URL,
-		Work: t.TempDir(), Flags: append([]string{"--max-sessions", "200"}, flags...)})
+		Work: t.TempDir(), Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}
