@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,8 @@ type Row struct {
 	// the server fails succeeds through it; "hollow pass: ..." (with
 	// Gateway HollowPass) when only the gateway passes, without those
 	// checks succeeding, and the gate denied something during the run;
+	// "gate listing: ..." when both fail the same checks and the messages
+	// differ only in the tools listed (the gate lists the allowed ones);
 	// otherwise "relay difference: ..." (to investigate).
 	Why string `json:"why,omitempty"`
 }
@@ -65,12 +68,54 @@ func Explain(direct, gateway Result) Row {
 	switch {
 	case direct.Passed() == gateway.Passed():
 		row.Why = "relay difference: both fail, with other checks or messages"
+		if hidden, ok := listingOnly(direct, gateway); ok {
+			row.Why = "gate listing: both fail the same checks, and their messages differ only in the tools the server lists, which through bankdoor are the allowed ones (not listed: " + strings.Join(hidden, ", ") + ")"
+		}
 	case gateway.Passed():
 		row.Gateway, row.Why = onlyThrough(direct, gateway)
 	default:
 		row.Why = "relay difference: fails only through bankdoor"
 	}
 	return row
+}
+
+// toolListing starts the list of tools a scenario names in a failure
+// message ("Tool 'x' not found. Available tools: a, b").
+const toolListing = "Available tools: "
+
+// listingOnly reports whether direct and gateway fail the same checks
+// with the same messages, except that a message lists the server's tools
+// and the gateway's list is a subset of the direct one: what the gate's
+// filtered tools/list makes of the same failure. It returns the tools
+// listed only directly.
+func listingOnly(direct, gateway Result) (hidden []string, ok bool) {
+	d, g := direct.Failures(), gateway.Failures()
+	if len(d) != len(g) || len(d) == 0 {
+		return nil, false
+	}
+	for i := range d {
+		if d[i] == g[i] {
+			continue
+		}
+		dp, dl, dok := strings.Cut(d[i], toolListing)
+		gp, gl, gok := strings.Cut(g[i], toolListing)
+		if !dok || !gok || dp != gp {
+			return nil, false
+		}
+		listed := strings.Split(strings.TrimSuffix(dl, "."), ", ")
+		shown := strings.Split(strings.TrimSuffix(gl, "."), ", ")
+		for _, t := range shown {
+			if !slices.Contains(listed, t) {
+				return nil, false
+			}
+		}
+		for _, t := range listed {
+			if !slices.Contains(shown, t) && !slices.Contains(hidden, t) {
+				hidden = append(hidden, t)
+			}
+		}
+	}
+	return hidden, len(hidden) > 0
 }
 
 // onlyThrough explains a scenario that fails directly and passes through

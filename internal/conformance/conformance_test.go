@@ -237,6 +237,15 @@ func TestExplain(t *testing.T) {
 			`hollow pass: the gate denied tools/call "test_reconnection" (tool.not_allowed), method "prompts/get" needs "prompts" (method.not_exposed), ` +
 				`and the scenario passed without a success of c, which the server fails; the pass tests nothing the server fails`},
 		{sseDirect, sseGateway, nil, "pass", "relay difference: passes only through bankdoor, without running incoming-sse-event, which the server fails"},
+		// json-schema-2020-12 against server-everything: the tool is missing
+		// either way; through bankdoor the list holds the allowed tools only.
+		{fail("Tool 'j' not found. Available tools: echo, get-env, gzip-file, get-sum"), fail("Tool 'j' not found. Available tools: echo, get-sum"), nil,
+			"fail: c: Tool 'j' not found. Available tools: echo, get-sum",
+			"gate listing: both fail the same checks, and their messages differ only in the tools the server lists, which through bankdoor are the allowed ones (not listed: get-env, gzip-file)"},
+		{fail("Tool 'j' not found. Available tools: echo"), fail("Tool 'j' not found. Available tools: echo, j2"), nil,
+			"fail: c: Tool 'j' not found. Available tools: echo, j2", "relay difference: both fail, with other checks or messages"},
+		{fail("Tool 'j' not found. Available tools: echo, j2"), fail("Tool 'k' not found. Available tools: echo"), nil,
+			"fail: c: Tool 'k' not found. Available tools: echo", "relay difference: both fail, with other checks or messages"},
 	} {
 		row := Explain(Result{Scenario: "s", Checks: c.direct}, Result{Scenario: "s", Checks: c.gateway, Denials: c.denials})
 		if row.Gateway != c.outcome || row.Why != c.why {

@@ -79,6 +79,7 @@ func conformanceSection(b *strings.Builder, tables []ConformanceTable) {
 		"`reference` is the suite's own everything-server, for which every scenario is written; `server-everything` is the npm demonstration server, which lacks many of the tools, prompts and resources the scenarios call. " +
 		"A difference is explained as a gate deny (its rule); as passing only through bankdoor, when the checks the server fails succeed through the gateway; " +
 		"as a hollow pass, not counted as a pass, when the scenario passes through bankdoor only because a gate deny (named, from its receipt) kept it from the checks the server fails; " +
+		"as a gate listing, when both fail the same checks and their messages differ only in the tools listed (through bankdoor, the allowed ones); " +
 		"or as a relay difference to investigate.\n\n")
 	for _, t := range tables {
 		fmt.Fprintf(b, "### %s (%s)\n\n", t.Target, t.Suite)
