@@ -12,8 +12,12 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
-// boundBatch is the request size of the bound's commit measurement.
-const boundBatch = 256
+// boundBatch is the request size of the bound's commit measurement;
+// boundPasses the passes over the receipts that time the checks.
+const (
+	boundBatch  = 256
+	boundPasses = 5
+)
 
 // Bound measures, in this run and on this machine, the physical bound of
 // durable appends, against which the ledger's own figures are judged
@@ -24,7 +28,8 @@ const boundBatch = 256
 //     and cannot share: receipt.OpenKey (strict parse, the agent's key
 //     decoded once, the Ed25519 signature) and the leaf hash, as the
 //     ledger makes them, measured on one goroutine over
-//     n receipts of 64 agents; these run on every core at once;
+//     n receipts of 64 agents (the fastest of five passes); these run on
+//     every core at once;
 //   - k, the time per receipt of the durable commits (the writes of a
 //     transaction, its signed checkpoint and bbolt's two fdatasyncs) when
 //     the same n receipts are appended in requests of 256 from one
@@ -71,14 +76,20 @@ func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c time.
 	for i := range n {
 		flat = append(flat, work[i%len(work)][i/len(work)])
 	}
-	start := time.Now()
-	for _, r := range flat {
-		if _, err := receipt.OpenKey(r, key); err != nil {
-			return m, 0, 0, err
+	// The fastest of boundPasses passes: the checks' cost, not a pause of
+	// the machine's.
+	for range boundPasses {
+		start := time.Now()
+		for _, r := range flat {
+			if _, err := receipt.OpenKey(r, key); err != nil {
+				return m, 0, 0, err
+			}
+			rfc6962.DefaultHasher.HashLeaf(r)
 		}
-		rfc6962.DefaultHasher.HashLeaf(r)
+		if d := time.Since(start) / time.Duration(n); c == 0 || d < c {
+			c = d
+		}
 	}
-	c = time.Since(start) / time.Duration(n)
 
 	// Requests of 256 in chain order: each agent's receipts in seq order.
 	cpu0, err := processCPU()
