@@ -19,6 +19,19 @@
 // consistency proof or root hash (422), is reported as ErrPossibleRollback and
 // never retried for that checkpoint. Network errors, 429 and 5xx answers are
 // retried with bounded backoff by the client, then by Run after RetryInterval.
+//
+// # Anchoring budget
+//
+// A witness serves many logs and admits each at a declared rate; the public
+// witness network rate-limits or drops a log that sends more. With
+// Options.Interval, the Anchorer keeps at least that long between the
+// add-checkpoint requests it starts to one witness (the resend after a 409
+// answer completes the same request and follows at once). Run never queues
+// checkpoints: when a witness's interval ends it is sent the log's latest
+// checkpoint, if that one is not cosigned yet, so the newest entry is
+// covered at most one interval (plus the witness's answer) after the log
+// stops growing, and a witness is sent at most one request per interval
+// however fast the log grows.
 package anchor
 
 import (
@@ -45,6 +58,11 @@ var ErrPossibleRollback = errors.New("possible rollback or fork of the log")
 // given, and the log has since grown at least as large: another anchor (or
 // an earlier round) was quicker. Anchor the log's latest checkpoint instead.
 var ErrStale = errors.New("checkpoint is older than one the witness already cosigned")
+
+// ErrInterval means a witness was not sent a checkpoint because its
+// anchoring interval (Options.Interval) would not pass before the
+// deadline: the checkpoint stays uncosigned by it for now.
+var ErrInterval = errors.New("the witness's anchoring interval has not passed")
 
 // Log is the part of the ledger the anchor reads.
 type Log interface {
@@ -89,13 +107,33 @@ type Options struct {
 	// RetryInterval is how long Run waits before trying again a witness that
 	// was unavailable. Zero means one minute.
 	RetryInterval time.Duration
-	Logger        *slog.Logger // nil means slog.Default()
+	// Interval is the least time between two add-checkpoint requests to one
+	// witness (see Anchoring budget). Zero means no budget: a request for
+	// every new checkpoint. Negative is an error.
+	Interval time.Duration
+	Clock    Clock        // nil means the system clock
+	Logger   *slog.Logger // nil means slog.Default()
 }
+
+// Clock is the time the Anchorer keeps Interval and RetryInterval by. The
+// system clock is used unless a test controls time.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Anchorer anchors the log's checkpoints to witnesses.
 type Anchorer struct {
 	opts Options
 	mu   sync.Mutex // one Anchor at a time, so sizes in the store only grow
+
+	sentMu sync.Mutex
+	sent   map[string]time.Time // witness -> when the last add-checkpoint to it started
 }
 
 // New checks the options and returns an Anchorer.
@@ -110,13 +148,19 @@ func New(opts Options) (*Anchorer, error) {
 		}
 		seen[w.Name()] = true
 	}
+	if opts.Interval < 0 {
+		return nil, fmt.Errorf("anchor: Options.Interval is %v: want zero (no budget) or a positive interval", opts.Interval)
+	}
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Anchorer{opts: opts}, nil
+	return &Anchorer{opts: opts, sent: make(map[string]time.Time)}, nil
 }
 
 // checkpoint is a parsed checkpoint and the note that is sent: the text
@@ -128,7 +172,9 @@ type checkpoint struct {
 
 // Anchor gets checkpoint cosigned by every witness that has not cosigned its
 // size yet, concurrently, and stores the cosignatures. It returns the joined
-// errors of the witnesses that failed; each names its witness.
+// errors of the witnesses that failed; each names its witness. A witness
+// whose Interval since the last request has not passed is waited for, if
+// it passes before ctx's deadline; otherwise the error wraps ErrInterval.
 func (a *Anchorer) Anchor(ctx context.Context, checkpoint []byte) error {
 	c, err := a.parse(checkpoint)
 	if err != nil {
@@ -168,6 +214,9 @@ func (a *Anchorer) anchorTo(ctx context.Context, w *tlogwitness.Client, c *check
 	start := time.Now()
 	old, done, err := a.cosignedSize(w, c)
 	if err != nil || done {
+		return err
+	}
+	if err := a.await(ctx, w); err != nil {
 		return err
 	}
 	lines, err := a.send(ctx, w, old, c, "by the cosignature store")
@@ -247,69 +296,11 @@ func classify(w *tlogwitness.Client, c *checkpoint, err error) error {
 	return err
 }
 
-// Run anchors the log's latest checkpoint now and each time a value arrives
-// on wake (e.g. the ledger's Watch channel; the value itself is not used, so
-// a late one cannot anchor an old tree), until ctx is done or wake is
-// closed; it returns ctx.Err(). A witness that failed transiently (see
-// Transient) is tried again after RetryInterval; one that refused a
-// checkpoint is not sent that checkpoint again. Failures are logged, not
-// returned.
-func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
-	refused := make(map[string]uint64) // witness -> size it refused
-	retry := a.round(ctx, refused)
-	for {
-		var wait <-chan time.Time
-		if retry {
-			wait = time.After(a.opts.RetryInterval)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case _, ok := <-wake:
-			if !ok {
-				return ctx.Err() // Watch closes its channel when ctx is done
-			}
-			retry = a.round(ctx, refused)
-		case <-wait:
-			retry = a.round(ctx, refused)
-		}
-	}
-}
-
-// round anchors the log's latest checkpoint to every witness that has not
-// refused its size, logs failures, and reports whether one was transient.
-func (a *Anchorer) round(ctx context.Context, refused map[string]uint64) (retry bool) {
-	c, err := a.parse(a.opts.Log.Checkpoint())
-	if err != nil {
-		a.opts.Logger.ErrorContext(ctx, "anchoring failed", "err", err)
-		return false
-	}
-	var ws []*tlogwitness.Client
-	for _, w := range a.opts.Witnesses {
-		if size, ok := refused[w.Name()]; !ok || size != c.Size {
-			ws = append(ws, w)
-		}
-	}
-	for i, err := range a.anchorEach(ctx, c, ws) {
-		switch {
-		case err == nil || ctx.Err() != nil:
-			delete(refused, ws[i].Name())
-		case Transient(err):
-			a.opts.Logger.WarnContext(ctx, "anchoring failed; will retry", "witness", ws[i].Name(), "err", err, "retry_in", a.opts.RetryInterval)
-			retry = true
-		default:
-			a.opts.Logger.ErrorContext(ctx, "witness refused the checkpoint", "witness", ws[i].Name(), "size", c.Size, "err", err)
-			refused[ws[i].Name()] = c.Size
-		}
-	}
-	return retry
-}
-
 // Transient reports whether err may go away by itself: the witness was
 // unreachable, overloaded or failing, or another anchor raced this one.
 func Transient(err error) bool {
 	var conflict *tlogwitness.ConflictError
-	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.Is(err, ErrStale) || errors.As(err, &conflict)
+	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.Is(err, ErrStale) || errors.Is(err, ErrInterval) || errors.As(err, &conflict)
 }
 
 // Cosigned returns checkpoint with the log's signature and every cosignature

@@ -2,7 +2,10 @@ package anchor
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 )
 
 // A Loop runs an Anchorer in the background for a log open in this
@@ -49,7 +52,9 @@ func (l *Loop) Stop() {
 // Finish stops the loop, then gets the log's latest checkpoint cosigned
 // by every witness that has not cosigned it yet, within timeout: the
 // receipts a proxy ships as it stops are committed after the loop's last
-// round.
+// round. Finish keeps the anchoring interval: a witness whose interval
+// does not end within timeout is not sent the checkpoint, and the error
+// wraps ErrInterval.
 func (l *Loop) Finish(timeout time.Duration) error {
 	if l == nil {
 		return nil
@@ -58,4 +63,145 @@ func (l *Loop) Finish(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return l.a.Anchor(ctx, l.log.Checkpoint())
+}
+
+// Run anchors the log's latest checkpoint now and each time a value arrives
+// on wake (e.g. the ledger's Watch channel; the value itself is not used, so
+// a late one cannot anchor an old tree), until ctx is done or wake is
+// closed; it returns ctx.Err(). A witness whose Interval since its last
+// request has not passed is sent the latest checkpoint when it has (see
+// Anchoring budget). A witness that failed transiently (see Transient) is
+// tried again after RetryInterval, or at the next checkpoint if one comes
+// sooner; one that refused a checkpoint is not sent that checkpoint again.
+// Failures are logged, not returned.
+func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
+	ps := make([]*pending, len(a.opts.Witnesses))
+	for i, w := range a.opts.Witnesses {
+		ps[i] = &pending{w: w, dirty: true}
+	}
+	for {
+		var timer <-chan time.Time
+		if wait, ok := a.round(ctx, ps); ok {
+			timer = a.opts.Clock.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case _, ok := <-wake:
+			if !ok {
+				return ctx.Err() // Watch closes its channel when ctx is done
+			}
+			for _, p := range ps {
+				p.dirty, p.retryAt = true, time.Time{}
+			}
+		case <-timer:
+		}
+	}
+}
+
+// pending is what Run knows of one witness.
+type pending struct {
+	w       *tlogwitness.Client
+	dirty   bool      // the log may have a checkpoint w has not cosigned
+	retryAt time.Time // after a transient failure: not before, unless a new checkpoint came
+	refused bool      // w refused the checkpoint of size
+	size    uint64    // the size w refused
+}
+
+// round anchors the log's latest checkpoint to the witnesses that may not
+// have cosigned it and whose interval has passed, and logs failures. It
+// returns how long until the next witness that still may not have is due,
+// if there is one.
+func (a *Anchorer) round(ctx context.Context, ps []*pending) (wait time.Duration, ok bool) {
+	c, err := a.parse(a.opts.Log.Checkpoint())
+	if err != nil {
+		a.opts.Logger.ErrorContext(ctx, "anchoring failed", "err", err)
+		for _, p := range ps {
+			p.dirty = false
+		}
+		return 0, false
+	}
+	now := a.opts.Clock.Now()
+	var due []*pending
+	var ws []*tlogwitness.Client
+	for _, p := range ps {
+		if p.refused && p.size == c.Size {
+			p.dirty = false
+		}
+		if p.dirty && !a.dueAt(p).After(now) {
+			due, ws = append(due, p), append(ws, p.w)
+		}
+	}
+	for i, err := range a.anchorEach(ctx, c, ws) {
+		a.settle(ctx, due[i], c, err)
+	}
+	return a.nextDue(ps)
+}
+
+// settle records the outcome of anchoring c to p.w.
+func (a *Anchorer) settle(ctx context.Context, p *pending, c *checkpoint, err error) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		p.dirty, p.refused = false, false
+	case Transient(err):
+		a.opts.Logger.WarnContext(ctx, "anchoring failed; will retry", "witness", p.w.Name(), "err", err, "retry_in", a.opts.RetryInterval)
+		p.retryAt = a.opts.Clock.Now().Add(a.opts.RetryInterval)
+	default:
+		a.opts.Logger.ErrorContext(ctx, "witness refused the checkpoint", "witness", p.w.Name(), "size", c.Size, "err", err)
+		p.dirty, p.refused, p.size = false, true, c.Size
+	}
+}
+
+// nextDue returns how long until the earliest dirty witness is due.
+func (a *Anchorer) nextDue(ps []*pending) (wait time.Duration, ok bool) {
+	var next time.Time
+	for _, p := range ps {
+		if at := a.dueAt(p); p.dirty && (!ok || at.Before(next)) {
+			next, ok = at, true
+		}
+	}
+	return max(0, next.Sub(a.opts.Clock.Now())), ok
+}
+
+// dueAt is when Run may next send to p.w: its interval since the last
+// request has passed, and so has a retry wait.
+func (a *Anchorer) dueAt(p *pending) time.Time {
+	at := a.allowedAt(p.w)
+	if p.retryAt.After(at) {
+		return p.retryAt
+	}
+	return at
+}
+
+// allowedAt is when w's interval since the last request to it ends; the
+// zero time if there is no budget or no request yet.
+func (a *Anchorer) allowedAt(w *tlogwitness.Client) time.Time {
+	a.sentMu.Lock()
+	defer a.sentMu.Unlock()
+	last, ok := a.sent[w.Name()]
+	if !ok || a.opts.Interval == 0 {
+		return time.Time{}
+	}
+	return last.Add(a.opts.Interval)
+}
+
+// await waits until w's interval since the last request has passed, or
+// fails with ErrInterval if it would not pass before ctx's deadline, and
+// then records that a request to w starts now.
+func (a *Anchorer) await(ctx context.Context, w *tlogwitness.Client) error {
+	if wait := a.allowedAt(w).Sub(a.opts.Clock.Now()); wait > 0 {
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return fmt.Errorf("witness %s: %w: its next add-checkpoint may start in %v (one every %v), after the deadline",
+				w.Name(), ErrInterval, wait.Round(time.Millisecond), a.opts.Interval)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.opts.Clock.After(wait):
+		}
+	}
+	a.sentMu.Lock()
+	defer a.sentMu.Unlock()
+	a.sent[w.Name()] = a.opts.Clock.Now()
+	return nil
 }
