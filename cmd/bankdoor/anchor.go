@@ -24,18 +24,39 @@ import (
 )
 
 // witnessFlags are the repeatable --witness URL and --witness-key VKEY,
-// paired in the order given: the n-th key is the n-th witness's.
+// paired in the order given: the n-th key is the n-th witness's, and
+// --witness-interval, the least time between two add-checkpoint requests
+// to one witness.
 type witnessFlags struct {
 	urls, keys repeated
+	interval   time.Duration
 }
+
+// defaultWitnessInterval suits the public witness network, whose
+// witnesses admit a log at a declared rate: at most 6 requests a minute
+// to each witness, and the newest receipt cosigned within about 10 s.
+const defaultWitnessInterval = 10 * time.Second
 
 func (f *witnessFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.urls, "witness", "a C2SP tlog-witness URL to get checkpoints cosigned by (repeatable; pairs with the --witness-key in the same position)")
-	fs.Var(&f.keys, "witness-key", "a witness's verifier key, name+hash+key (cosignature/v1 or Ed25519), as its operator publishes it (repeatable)")
+	fs.Var(&f.keys, "witness-key", "a witness's verifier key, name+hash+key (cosignature/v1 Ed25519 or ML-DSA-44, or Ed25519), as its operator publishes it (repeatable)")
+	fs.DurationVar(&f.interval, "witness-interval", defaultWitnessInterval, "the least time between two add-checkpoint requests to one witness; the newest checkpoint is sent when it ends (0: a request for every checkpoint)")
+}
+
+// checkInterval reports a negative --witness-interval.
+func (f *witnessFlags) checkInterval() error {
+	if f.interval < 0 {
+		return hint(fmt.Errorf("--witness-interval %v is negative", f.interval),
+			"give the least time between two requests to a witness, e.g. --witness-interval 10s, or 0 for a request per checkpoint")
+	}
+	return nil
 }
 
 // clients returns a tlog-witness client for each --witness and its key.
 func (f *witnessFlags) clients(logger *slog.Logger) ([]*tlogwitness.Client, error) {
+	if err := f.checkInterval(); err != nil {
+		return nil, err
+	}
 	if len(f.urls) != len(f.keys) {
 		return nil, hint(fmt.Errorf("--witness and --witness-key go in pairs: got %d --witness and %d --witness-key", len(f.urls), len(f.keys)),
 			"give each witness URL with its key, in the same order")
@@ -73,6 +94,9 @@ func (f *witnessFlags) verifiers() ([]note.Verifier, error) {
 // (ledger serve takes the cosignatures a bankdoor anchor elsewhere hands
 // back); otherwise URLs and keys must pair up.
 func (f *witnessFlags) load(keyOnly bool) (accepted []note.Verifier, clients []*tlogwitness.Client, err error) {
+	if err := f.checkInterval(); err != nil {
+		return nil, nil, err
+	}
 	if accepted, err = f.verifiers(); err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +117,7 @@ func (f *witnessFlags) load(keyOnly bool) (accepted []note.Verifier, clients []*
 const anchorRetry = time.Minute
 
 func cmdAnchor(e *env, args []string) int {
-	fs := newFlags(e, "anchor", "anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]... [--ledger-ca FILE] [--ledger-token-env VAR]")
+	fs := newFlags(e, "anchor", "anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--ledger-ca FILE] [--ledger-token-env VAR]")
 	var remote remoteFlags
 	remote.register(fs.FlagSet, "the ledger whose checkpoints to get cosigned, e.g. https://ledger.example:8443 (required)")
 	logKey := fs.String("log-key", "", "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (required)")
@@ -162,7 +186,8 @@ func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logge
 	}
 	r := &remoteAnchor{client: client, logKey: lk, logger: logger, wake: make(chan []byte, 1)}
 	r.store = &remoteStore{MemStore: anchor.NewMemStore(), client: client}
-	r.anchorer, err = anchor.New(anchor.Options{Log: r, LogKey: lk, Store: r.store, Witnesses: witnesses, RetryInterval: anchorRetry, Logger: logger})
+	r.anchorer, err = anchor.New(anchor.Options{Log: r, LogKey: lk, Store: r.store, Witnesses: witnesses, RetryInterval: anchorRetry,
+		Interval: wf.interval, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

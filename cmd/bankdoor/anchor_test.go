@@ -88,7 +88,7 @@ func TestLedgerServeWitness(t *testing.T) {
 	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
 	rs := newChainAgent(t, w).receipts(t, 12)
-	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
+	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	for _, end := range []int{3, 4, 12} {
 		if _, err := srv.client().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
 			t.Fatalf("Append up to %d: %v", end, err)
@@ -111,7 +111,7 @@ func TestLedgerServeWitnessRollback(t *testing.T) {
 	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
 	rs := newChainAgent(t, w).receipts(t, 6)
-	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
+	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	if _, err := srv.client().Append(t.Context(), appendRequest(rs...)); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestLedgerServeWitnessRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
+	again := w.serve("--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	waitFor(t, again, possibleRollback) // the new log's checkpoint of size 0
 	for i, end := range []int{2, 3} {
 		if _, err := again.client().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
@@ -152,7 +152,7 @@ func TestAnchorCommand(t *testing.T) {
 	rs := a.receipts(t, 9)
 	srv := w.serve("--witness-key", wit.VKey)
 	ledger.up(t, srv.url)
-	anc := startProcess(t, nil, "anchor", "--ledger", ledger.url(), "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
+	anc := startProcess(t, nil, "anchor", "--ledger", ledger.url(), "--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	both := func() string { return srv.output() + anc.output() }
 	for _, end := range []int{1, 5, 9} {
 		if _, err := srv.jsonClient().Append(t.Context(), appendRequest(rs[:end]...)); err != nil {
@@ -235,7 +235,7 @@ func TestAnchorCommandToken(t *testing.T) {
 	a := newChainAgent(t, w)
 	srv := w.serve("--witness-key", wit.VKey, "--token-file", tokens, "--auth-reads")
 	anc := startProcess(t, []string{"ANCHOR_TOKEN=" + token}, "anchor", "--ledger", srv.url, "--ledger-token-env", "ANCHOR_TOKEN",
-		"--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey)
+		"--log-key", w.logVKey(), "--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	withToken := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			req.Header().Set("Authorization", "Bearer "+token)

@@ -74,7 +74,7 @@ func TestE2EListenEmbeddedLedger(t *testing.T) {
 	// This time the gateway anchors its ledger to the real omniwitness.
 	wit := anchortest.NewOmniwitness(t, readLine(t, filepath.Join(w.home, "ledger.key.vkey")))
 	f = w.fixture()
-	p = startListening(t, w, f, "--agent-tokens", tokens, "--witness", wit.URL, "--witness-key", wit.VKey)
+	p = startListening(t, w, f, "--agent-tokens", tokens, "--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	readAndBeDenied(t, p, f, clients(p, "bob"))
 	checkNoLedgerTrouble(t, p.Stderr())
 	w.exportAndVerify("alice", 3, wit.VKey)
@@ -156,7 +156,7 @@ func TestE2EEmbeddedLedgerWitness(t *testing.T) {
 	keyFile, vkey := w.ledgerKey("bankdoor.test/embedded-witnessed")
 	wit := anchortest.NewOmniwitness(t, vkey)
 	p := w.proxy(w.fixture())
-	p.Flags = []string{"--ledger-key", keyFile, "--witness", wit.URL, "--witness-key", wit.VKey, "-v"}
+	p.Flags = []string{"--ledger-key", keyFile, "--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0", "-v"}
 	s := start(t, p.Command(), nil)
 	for seq := range uint64(3) {
 		deny(t, s, seq+1)

@@ -26,7 +26,7 @@ func TestExportVerifyWithOmniwitness(t *testing.T) {
 	policy := newPolicy(t, w.logVKey(), wit.VKey)
 	a, b := newChainAgent(t, w), newChainAgent(t, w)
 	ra, rb := a.receipts(t, 5), b.receipts(t, 6)
-	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey)
+	srv := w.serve("--witness", wit.URL, "--witness-key", wit.VKey, "--witness-interval", "0")
 	for i := range 5 { // a1 b1 a2 b2 ... a5 b5, then b6 after a's last
 		if _, err := srv.client().Append(t.Context(), appendRequest(ra[i], rb[i])); err != nil {
 			t.Fatal(err)

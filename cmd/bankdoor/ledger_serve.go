@@ -160,7 +160,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
 	var f serveFlags
 	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
@@ -227,7 +227,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		w.Logger = logger
 	}
 	if s.anchor, err = anchor.StartLoop(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
-		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Logger: logger}, l.Watch); err != nil {
+		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}, l.Watch); err != nil {
 		l.Close()
 		ln.Close()
 		return nil, fmt.Errorf("--witness: %w", err)

@@ -109,7 +109,7 @@ func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger 
 		v.db = defaultLedgerDB(receipts, logger)
 	}
 	e := &station.Embedded{Path: v.db, Options: ledger.Options{Origin: signer.Name(), Signer: signer, Logger: logger.With("ledger", "embedded")},
-		Witnesses: f.anchorTo}
+		Witnesses: f.anchorTo, WitnessInterval: f.witnesses.interval}
 	if len(f.anchorTo) > 0 {
 		if newKey != "" {
 			e.LogKey, err = logKeyVerifier(newKey)

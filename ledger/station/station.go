@@ -70,7 +70,10 @@ type Embedded struct {
 	LogKey      note.Verifier // the log key's verifier; required with Witnesses
 	Witnesses   []*tlogwitness.Client
 	AnchorRetry time.Duration // anchor.Options.RetryInterval; 0: DefaultAnchorRetry
-	FinalAnchor time.Duration // bounds the last anchoring at Close; 0: DefaultFinalAnchor
+	// WitnessInterval is anchor.Options.Interval: the least time between
+	// two add-checkpoint requests to one witness; 0: no budget.
+	WitnessInterval time.Duration
+	FinalAnchor     time.Duration // bounds the last anchoring at Close; 0: DefaultFinalAnchor
 }
 
 // A Station is one process's share of a receipts directory's evidence;
@@ -255,7 +258,7 @@ func (s *Station) hold() {
 	if e := s.cfg.Embedded; e != nil {
 		var err error
 		h.loop, err = anchor.StartLoop(anchor.Options{Log: h.log, LogKey: e.LogKey, Store: h.log.CosignatureStore(),
-			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Logger: s.log}, h.log.Watch)
+			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Interval: e.WitnessInterval, Logger: s.log}, h.log.Watch)
 		if err != nil { // Witnesses with one name twice: the caller checks that
 			s.log.Error("the embedded ledger's checkpoints are not anchored", "err", err)
 		}
