@@ -52,15 +52,39 @@ func StartOmniwitness(dir, name, logVKey string) (*Omniwitness, error) {
 	return omniwitness.Start(bin, dir, name, logVKey)
 }
 
+// StartOmniwitnessMLDSA is StartOmniwitness with an ML-DSA-44 witness key
+// (see omniwitness.StartMLDSA).
+func StartOmniwitnessMLDSA(dir, name, logVKey string) (*Omniwitness, error) {
+	bin, err := BuildOmniwitness()
+	if err != nil {
+		return nil, err
+	}
+	return omniwitness.StartMLDSA(bin, dir, name, logVKey)
+}
+
 // NewOmniwitness starts an omniwitness named "witness.test" for logVKey
 // in a temporary directory, stopped when tb ends (its output logged if tb
 // failed). It skips tb in -short mode.
 func NewOmniwitness(tb testing.TB, logVKey string) *Omniwitness {
 	tb.Helper()
+	return newOmniwitness(tb, func(dir string) (*Omniwitness, error) { return StartOmniwitness(dir, "witness.test", logVKey) })
+}
+
+// NewOmniwitnessMLDSA is NewOmniwitness with an ML-DSA-44 key named
+// "witness-mldsa.test".
+func NewOmniwitnessMLDSA(tb testing.TB, logVKey string) *Omniwitness {
+	tb.Helper()
+	return newOmniwitness(tb, func(dir string) (*Omniwitness, error) {
+		return StartOmniwitnessMLDSA(dir, "witness-mldsa.test", logVKey)
+	})
+}
+
+func newOmniwitness(tb testing.TB, start func(dir string) (*Omniwitness, error)) *Omniwitness {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("builds and runs omniwitness; skipped in -short mode")
 	}
-	w, err := StartOmniwitness(tb.TempDir(), "witness.test", logVKey)
+	w, err := start(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -36,22 +36,47 @@
 // The witness line decodes to the key hash 362dee05, the timestamp
 // 0x000000006b111bb6 (2026-12-03T07:35:18Z) and the 64-byte signature.
 //
-// Verifier keys use the note vkey format, name+hash+base64(type || key):
-// the log's is a note Ed25519 key (type 0x01); a witness's is a
-// cosignature/v1 key (type 0x04), or a plain Ed25519 key (type 0x01) that is
-// read as the cosignature/v1 key of the same Ed25519 public key.
+// With an ML-DSA-44 key (type 0x06) the line carries
+//
+//	key hash (4 bytes) || timestamp (8 bytes, big-endian Unix seconds) || ML-DSA-44 signature (2420 bytes)
+//
+// and the signature (FIPS 204 ML-DSA-44, empty context) is over the binary
+// cosigned_message of tlog-cosignature:
+//
+//	"subtree/v1\n\x00" || uint8 len || cosigner name || uint64 timestamp ||
+//	uint8 len || origin || uint64 start (0) || uint64 end (the tree size) || root hash (32 bytes)
+//
+// It commits to the witness's name, the origin, the size and the root hash,
+// and not to extension lines: Policy.Verify refuses a checkpoint that has
+// any (the ledger writes none). A timestamp of zero is allowed for ML-DSA-44
+// (the witness then makes no claim that the tree was the largest it had
+// seen); a timestamp above 2^63-1 is refused for both types.
+//
+// Verifier keys use the note vkey format, name+hash+base64(type || key),
+// and the hash must be the key ID the key computes,
+// SHA-256(name || "\n" || type || key)[:4]: the log's is a note Ed25519
+// key (type 0x01); a witness's is an Ed25519 cosignature/v1 key (type
+// 0x04), an ML-DSA-44 cosignature/v1 key (type 0x06, the 1312-byte public
+// key), or a plain Ed25519 key (type 0x01) that is read as the
+// cosignature/v1 key of the same Ed25519 public key.
 //
 // Signatures are parsed and checked by golang.org/x/mod/sumdb/note and
-// github.com/transparency-dev/formats; this package decides which keys count
-// and what an error means.
+// github.com/transparency-dev/formats (whose ML-DSA-44 is filippo.io/mldsa);
+// this package decides which keys count and what an error means.
 package cosignature
 
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/transparency-dev/formats/log"
 	fnote "github.com/transparency-dev/formats/note"
@@ -84,14 +109,74 @@ func NewLogVerifier(vkey string) (note.Verifier, error) {
 	return v, nil
 }
 
+// Witness key types (the first byte of a vkey's key material).
+const (
+	TypeEd25519            = 0x01 // a note Ed25519 key, read as its cosignature/v1 key
+	TypeEd25519Cosignature = 0x04 // cosignature/v1, Ed25519
+	TypeMLDSA44Cosignature = 0x06 // cosignature/v1, ML-DSA-44
+)
+
 // NewWitnessVerifier parses a witness's verifier key for cosignature/v1
-// signatures (https://c2sp.org/tlog-cosignature).
+// signatures (https://c2sp.org/tlog-cosignature): Ed25519 (type 0x04 or
+// 0x01) or ML-DSA-44 (type 0x06). The key ID in the vkey must be the one
+// its name and key give, so that a key copied wrong is refused here and
+// not later as a witness that never cosigns.
 func NewWitnessVerifier(vkey string) (note.Verifier, error) {
+	hash, typ, err := splitVKey(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("witness key %s: %v: want the witness's vkey, name+hash+base64(type || key)", shortKey(vkey), err)
+	}
+	switch typ {
+	case TypeEd25519:
+		if _, err := note.NewVerifier(vkey); err != nil { // checks the note key ID
+			return nil, fmt.Errorf("witness key %s: an Ed25519 note key (type 0x01): %v", shortKey(vkey), err)
+		}
+	case TypeEd25519Cosignature, TypeMLDSA44Cosignature:
+	default:
+		return nil, fmt.Errorf("witness key %s: unknown key type 0x%02x: want 0x04 (Ed25519 cosignature/v1), 0x06 (ML-DSA-44 cosignature/v1) or 0x01 (Ed25519)", shortKey(vkey), typ)
+	}
 	v, err := fnote.NewVerifierForCosignatureV1(vkey)
 	if err != nil {
-		return nil, fmt.Errorf("witness key %q: %v: want the witness's name+hash+base64 cosignature/v1 vkey", vkey, err)
+		return nil, fmt.Errorf("witness key %s: a %s key: %v (wrong key length for the type?)", shortKey(vkey), typeName(typ), err)
+	}
+	if typ != TypeEd25519 && v.KeyHash() != hash {
+		return nil, fmt.Errorf("witness key %s: the key ID is %08x, but the name and %s key give %08x: the key or its name was altered or copied wrong", shortKey(vkey), hash, typeName(typ), v.KeyHash())
 	}
 	return v, nil
+}
+
+// splitVKey returns a vkey's key ID and type byte.
+func splitVKey(vkey string) (hash uint32, typ byte, err error) {
+	name, rest, ok1 := strings.Cut(vkey, "+")
+	hash16, key64, ok2 := strings.Cut(rest, "+")
+	h, herr := strconv.ParseUint(hash16, 16, 32)
+	key, kerr := base64.StdEncoding.DecodeString(key64)
+	switch {
+	case !ok1 || !ok2 || name == "":
+		return 0, 0, errors.New("not three fields joined by '+'")
+	case len(hash16) != 8 || herr != nil:
+		return 0, 0, fmt.Errorf("key ID %q is not 8 hex digits", hash16)
+	case kerr != nil || len(key) == 0:
+		return 0, 0, errors.New("the key is not standard base64 of a type byte and a key")
+	}
+	return uint32(h), key[0], nil
+}
+
+func typeName(typ byte) string {
+	if typ == TypeMLDSA44Cosignature {
+		return "ML-DSA-44"
+	}
+	return "Ed25519"
+}
+
+// shortKey is vkey for an error message: an ML-DSA-44 vkey is 1,770
+// characters, so only its name, key ID and the start of its key are shown.
+func shortKey(vkey string) string {
+	const max = 80
+	if len(vkey) <= max {
+		return vkey
+	}
+	return vkey[:max] + "…"
 }
 
 // Open verifies the log's signature on a checkpoint note and parses it
@@ -149,9 +234,28 @@ func Verify(checkpoint, lines []byte, witness note.Verifier) ([]byte, error) {
 	}
 	var out []byte
 	for _, s := range n.Sigs {
+		if _, err := Timestamp(s); err != nil {
+			return nil, err
+		}
 		out = appendLine(out, s)
 	}
 	return out, nil
+}
+
+// Timestamp returns the time a cosignature/v1 line says it was made. It
+// fails, wrapping ErrBadCosignature, if the line is too short to hold one
+// or if the timestamp is above 2^63-1, which tlog-cosignature forbids.
+// Zero (the Unix epoch) is a valid ML-DSA-44 timestamp: no claim of time.
+func Timestamp(s note.Signature) (time.Time, error) {
+	b, err := base64.StdEncoding.DecodeString(s.Base64)
+	if err != nil || len(b) < 4+8 {
+		return time.Time{}, fmt.Errorf("%w: the line by %s+%08x is too short for a cosignature/v1 timestamp", ErrBadCosignature, s.Name, s.Hash)
+	}
+	t := binary.BigEndian.Uint64(b[4:12])
+	if t > math.MaxInt64 {
+		return time.Time{}, fmt.Errorf("%w: the line by %s+%08x has the timestamp %d, above the 2^63-1 tlog-cosignature allows", ErrBadCosignature, s.Name, s.Hash, t)
+	}
+	return time.Unix(int64(t), 0), nil
 }
 
 // Merge returns the log-signed checkpoint with the given cosignature lines

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/transparency-dev/formats/log"
-	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -66,7 +65,7 @@ type Cosigner struct {
 func (c Cosigner) String() string { return c.Key + " at " + c.Time.UTC().Format(time.RFC3339) }
 
 // Verify checks the checkpoint note msg against the policy and returns the
-// parsed checkpoint. The error wraps ErrMalformed, ErrLogSignature,
+// parsed checkpoint, which must have no extension lines. The error wraps ErrMalformed, ErrLogSignature,
 // ErrBadCosignature (a line by a trusted witness key that does not verify over
 // this checkpoint) or ErrQuorum. Lines by unknown keys are ignored and
 // reported in Verified.Ignored.
@@ -74,6 +73,9 @@ func (p *Policy) Verify(msg []byte) (*Verified, error) {
 	cp, n, err := Open(msg, p.Log)
 	if err != nil {
 		return nil, err
+	}
+	if n.Text != string(cp.Marshal()) {
+		return nil, fmt.Errorf("%w: the checkpoint has extension lines after the root hash, which an ML-DSA-44 cosignature does not cover and bankdoor's ledger never writes", ErrMalformed)
 	}
 	v := &Verified{Checkpoint: *cp, Note: n}
 	var names []string
@@ -108,7 +110,7 @@ func cosigned(msg []byte, logKey, witness note.Verifier) (Cosigner, bool, error)
 	}
 	for _, s := range n.Sigs {
 		if s.Name == witness.Name() && s.Hash == witness.KeyHash() {
-			t, err := fnote.CoSigV1Timestamp(s)
+			t, err := Timestamp(s)
 			return Cosigner{Key: keyID(witness), Time: t}, err == nil, err
 		}
 	}

@@ -12,7 +12,8 @@
 // cgo (its SQLite is modernc.org/sqlite, pure Go). Start runs a built
 // binary on 127.0.0.1, on a port the kernel picks (found as package
 // proclisten says, so Start works on Linux only), with a new witness key
-// and one log to witness, all in a directory of its own:
+// (Ed25519, or ML-DSA-44 with StartMLDSA) and one log to witness, all in
+// a directory of its own:
 //
 //	DIR/witness.key  the witness's note signer key, PRIVATE+KEY+NAME+HASH+DATA
 //	DIR/logs.yaml    the log, as omniwitness --additional_logs reads it:
@@ -80,13 +81,35 @@ type Witness struct {
 	out   string // DIR/output.log
 }
 
-// Start runs the omniwitness binary bin with a new key named name, its
-// files in dir (which must exist), witnessing the log whose note verifier
-// key is logVKey. It returns once the witness listens (on a port of
-// 127.0.0.1 the kernel picked); Stop ends it.
+// Start runs the omniwitness binary bin with a new Ed25519 key named
+// name, its files in dir (which must exist), witnessing the log whose note
+// verifier key is logVKey. It returns once the witness listens (on a port
+// of 127.0.0.1 the kernel picked); Stop ends it.
 func Start(bin, dir, name, logVKey string) (*Witness, error) {
-	w := &Witness{Name: name, out: filepath.Join(dir, "output.log")}
-	if err := w.configure(dir, logVKey); err != nil {
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err == nil {
+		vkey, err = fnote.VKeyToCosignatureV1(vkey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return start(bin, dir, name, skey, vkey, logVKey)
+}
+
+// StartMLDSA is Start with a new ML-DSA-44 key: the witness cosigns with
+// cosignature/v1 type 0x06 (c2sp.org/tlog-cosignature), as its signer
+// (formats/note.NewSignerForCosignatureV1) does for such a key.
+func StartMLDSA(bin, dir, name, logVKey string) (*Witness, error) {
+	skey, vkey, err := fnote.GenerateMLDSAKey(name)
+	if err != nil {
+		return nil, err
+	}
+	return start(bin, dir, name, skey, vkey, logVKey)
+}
+
+func start(bin, dir, name, skey, vkey, logVKey string) (*Witness, error) {
+	w := &Witness{Name: name, VKey: vkey, out: filepath.Join(dir, "output.log")}
+	if err := configure(dir, skey, logVKey); err != nil {
 		return nil, err
 	}
 	out, err := os.Create(w.out)
@@ -109,14 +132,7 @@ func Start(bin, dir, name, logVKey string) (*Witness, error) {
 }
 
 // configure writes the witness's key and its log list into dir.
-func (w *Witness) configure(dir, logVKey string) error {
-	skey, vkey, err := note.GenerateKey(rand.Reader, w.Name)
-	if err != nil {
-		return err
-	}
-	if w.VKey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
-		return err
-	}
+func configure(dir, skey, logVKey string) error {
 	origin, _, _ := bytes.Cut([]byte(logVKey), []byte("+"))
 	logs := fmt.Sprintf("Logs:\n  - Origin: %q\n    PublicKey: %q\n", origin, logVKey)
 	return errors.Join(
