@@ -91,10 +91,25 @@ func (p *Policy) Verify(msg []byte) (*Verified, error) {
 	}
 	v.Ignored = unknown(n.UnverifiedSigs, p.Witnesses)
 	if len(v.Cosigners) < p.Quorum {
-		return v, fmt.Errorf("%w: %d of the %d trusted witnesses cosigned %s size %d (cosigned by: %s), %d required; ignored %d line(s) by unknown keys%s",
-			ErrQuorum, len(v.Cosigners), len(p.Witnesses), cp.Origin, cp.Size, listOrNone(names), p.Quorum, len(v.Ignored), ignoredNames(v.Ignored))
+		return v, fmt.Errorf("%w: %d of the %d trusted witnesses cosigned %s size %d (cosigned by: %s), %d required; ignored %d line(s) by unknown keys%s%s",
+			ErrQuorum, len(v.Cosigners), len(p.Witnesses), cp.Origin, cp.Size, listOrNone(names), p.Quorum, len(v.Ignored), ignoredNames(v.Ignored), p.otherKeys(v.Ignored))
 	}
 	return v, nil
+}
+
+// otherKeys explains ignored lines that carry a trusted witness's name
+// but another key ID: a key the policy does not trust, or a line whose
+// key ID was altered.
+func (p *Policy) otherKeys(ignored []note.Signature) string {
+	var b strings.Builder
+	for _, s := range ignored {
+		for _, w := range p.Witnesses {
+			if s.Name == w.Name() {
+				fmt.Fprintf(&b, "; the line by %s carries key ID %08x, not the trusted key's %08x: it was made with another key of that name, or altered", s.Name, s.Hash, w.KeyHash())
+			}
+		}
+	}
+	return b.String()
 }
 
 // cosigned reports whether msg carries a valid signature by witness. Each
