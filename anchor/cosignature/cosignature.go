@@ -124,23 +124,23 @@ const (
 func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 	hash, typ, err := splitVKey(vkey)
 	if err != nil {
-		return nil, fmt.Errorf("witness key %s: %v: want the witness's vkey, name+hash+base64(type || key)", shortKey(vkey), err)
+		return nil, fmt.Errorf("witness key %s: %v: want the witness's vkey, name+hash+base64(type || key)", ShortKey(vkey), err)
 	}
 	switch typ {
 	case TypeEd25519:
 		if _, err := note.NewVerifier(vkey); err != nil { // checks the note key ID
-			return nil, fmt.Errorf("witness key %s: an Ed25519 note key (type 0x01): %v", shortKey(vkey), err)
+			return nil, fmt.Errorf("witness key %s: an Ed25519 note key (type 0x01): %v", ShortKey(vkey), err)
 		}
 	case TypeEd25519Cosignature, TypeMLDSA44Cosignature:
 	default:
-		return nil, fmt.Errorf("witness key %s: unknown key type 0x%02x: want 0x04 (Ed25519 cosignature/v1), 0x06 (ML-DSA-44 cosignature/v1) or 0x01 (Ed25519)", shortKey(vkey), typ)
+		return nil, fmt.Errorf("witness key %s: unknown key type 0x%02x: want 0x04 (Ed25519 cosignature/v1), 0x06 (ML-DSA-44 cosignature/v1) or 0x01 (Ed25519)", ShortKey(vkey), typ)
 	}
 	v, err := fnote.NewVerifierForCosignatureV1(vkey)
 	if err != nil {
-		return nil, fmt.Errorf("witness key %s: a %s key: %v (wrong key length for the type?)", shortKey(vkey), typeName(typ), err)
+		return nil, fmt.Errorf("witness key %s: a %s key: %v (wrong key length for the type?)", ShortKey(vkey), typeName(typ), err)
 	}
 	if typ != TypeEd25519 && v.KeyHash() != hash {
-		return nil, fmt.Errorf("witness key %s: the key ID is %08x, but the name and %s key give %08x: the key or its name was altered or copied wrong", shortKey(vkey), hash, typeName(typ), v.KeyHash())
+		return nil, fmt.Errorf("witness key %s: the key ID is %08x, but the name and %s key give %08x: the key or its name was altered or copied wrong", ShortKey(vkey), hash, typeName(typ), v.KeyHash())
 	}
 	return v, nil
 }
@@ -169,9 +169,10 @@ func typeName(typ byte) string {
 	return "Ed25519"
 }
 
-// shortKey is vkey for an error message: an ML-DSA-44 vkey is 1,770
-// characters, so only its name, key ID and the start of its key are shown.
-func shortKey(vkey string) string {
+// ShortKey returns vkey as an error message shows it: whole up to 80
+// bytes, else its first 80 and "…" (an ML-DSA-44 vkey is about 1,770
+// characters; its name and key ID come first).
+func ShortKey(vkey string) string {
 	const max = 80
 	if len(vkey) <= max {
 		return vkey

@@ -65,7 +65,7 @@ func (f *witnessFlags) clients(logger *slog.Logger) ([]*tlogwitness.Client, erro
 	for i, u := range f.urls {
 		c, err := tlogwitness.New(u, f.keys[i])
 		if err != nil {
-			return nil, fmt.Errorf("--witness %s --witness-key %s (pair %d): %w", u, f.keys[i], i+1, err)
+			return nil, fmt.Errorf("--witness %s --witness-key %s (pair %d): %w", u, cosignature.ShortKey(f.keys[i]), i+1, err)
 		}
 		c.Logger = logger
 		cs = append(cs, c)
@@ -79,7 +79,7 @@ func (f *witnessFlags) verifiers() ([]note.Verifier, error) {
 	for _, k := range f.keys {
 		v, err := cosignature.NewWitnessVerifier(k)
 		if err != nil {
-			return nil, fmt.Errorf("--witness-key %s: %w", k, err)
+			return nil, fmt.Errorf("--witness-key %s: %w", cosignature.ShortKey(k), err)
 		}
 		vs = append(vs, v)
 	}

@@ -7,6 +7,8 @@ package main_test
 // binary TestMain built. Both are found on $PATH.
 
 import (
+	"bytes"
+	"crypto/rand"
 	"errors"
 	"os"
 	"os/exec"
@@ -15,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func TestScripts(t *testing.T) {
@@ -43,11 +47,66 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"cosign":   cmdCosign,
 			"exitcode": cmdExitcode,
 			"flipbyte": cmdFlipbyte,
 			"perm":     cmdPerm,
 		},
 	})
+}
+
+// cmdCosign adds to the checkpoint note FILE the cosignature line of the
+// witness NAME, made as a witness makes it: by the transparency-dev/formats
+// cosignature/v1 signer (the omniwitness's), with the key in NAME.skey and
+// NAME.vkey in the current directory, a new one of TYPE (ed25519 or mldsa,
+// i.e. ML-DSA-44) if there is none. It sets the variable VAR to the
+// witness's vkey:
+//
+//	cosign FILE TYPE NAME VAR
+func cmdCosign(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: cosign FILE TYPE NAME VAR")
+	}
+	file, name := ts.MkAbs(args[0]), args[2]
+	skey, vkey := witnessKey(ts, args[1], name)
+	signer, err := fnote.NewSignerForCosignatureV1(skey)
+	ts.Check(err)
+	msg, err := os.ReadFile(file)
+	ts.Check(err)
+	text, _, ok := bytes.Cut(msg, []byte("\n\n"))
+	if !ok {
+		ts.Fatalf("cosign: %s is not a signed note", args[0])
+	}
+	signed, err := note.Sign(&note.Note{Text: string(text) + "\n"}, signer)
+	ts.Check(err)
+	ts.Check(os.WriteFile(file, append(msg, signed[len(text)+2:]...), 0o644))
+	ts.Setenv(args[3], vkey)
+}
+
+// witnessKey reads NAME.skey and NAME.vkey, or makes them with a new key
+// of typ.
+func witnessKey(ts *testscript.TestScript, typ, name string) (skey, vkey string) {
+	sb, err := os.ReadFile(ts.MkAbs(name + ".skey"))
+	if err == nil {
+		vb, err := os.ReadFile(ts.MkAbs(name + ".vkey"))
+		ts.Check(err)
+		return string(sb), string(vb)
+	}
+	switch typ {
+	case "ed25519":
+		skey, vkey, err = note.GenerateKey(rand.Reader, name)
+		if err == nil {
+			vkey, err = fnote.VKeyToCosignatureV1(vkey)
+		}
+	case "mldsa":
+		skey, vkey, err = fnote.GenerateMLDSAKey(name)
+	default:
+		ts.Fatalf("cosign: TYPE is ed25519 or mldsa, not %q", typ)
+	}
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(name+".skey"), []byte(skey), 0o600))
+	ts.Check(os.WriteFile(ts.MkAbs(name+".vkey"), []byte(vkey), 0o644))
+	return skey, vkey
 }
 
 // cmdFlipbyte flips the low bit of the byte at OFFSET in FILE:
