@@ -15,9 +15,10 @@ import (
 )
 
 // MaxCosignatureBytes caps AddCosignature's cosignature field: a few
-// signature lines ("— name base64\n", 104 base64 characters for
-// cosignature/v1), far more than one witness returns.
-const MaxCosignatureBytes = 2048
+// signature lines ("— name base64\n": 104 base64 characters for an
+// Ed25519 cosignature/v1, 3,244 for an ML-DSA-44 one), as many as one
+// witness returns with an Ed25519 and an ML-DSA-44 key and more.
+const MaxCosignatureBytes = 8 << 10
 
 // cosigning is what serving and accepting cosignatures needs.
 type cosigning struct {

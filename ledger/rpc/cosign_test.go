@@ -153,7 +153,7 @@ func TestAddCosignatureRefuses(t *testing.T) {
 		{"unknown witness", 3, other.cosign(t, cp3), connect.CodePermissionDenied, "no line by a witness key"},
 		{"not signature lines", 3, []byte("hello\n"), connect.CodePermissionDenied, "not a note signature line"},
 		{"empty", 3, nil, connect.CodeInvalidArgument, "empty"},
-		{"oversized", 3, bytes.Repeat(good, 18), connect.CodeInvalidArgument, "limit"},
+		{"oversized", 3, bytes.Repeat(good, rpc.MaxCosignatureBytes/len(good)+1), connect.CodeInvalidArgument, "limit"},
 		{"beyond the log", 4, good, connect.CodeOutOfRange, "beyond"},
 	}
 	for _, tc := range tests {

@@ -28,8 +28,9 @@ const (
 	// codec (4/3 of the bytes), with room for the framing.
 	MaxRequestBytes = MaxAppendReceipts*receipt.MaxSize*4/3 + 1<<20
 	// MaxReadRequestBytes caps the message of every other request: a
-	// leaf hash and a few numbers.
-	MaxReadRequestBytes = 4 << 10
+	// leaf hash and a few numbers, or AddCosignature's lines
+	// (MaxCosignatureBytes, base64-encoded in the JSON codec).
+	MaxReadRequestBytes = MaxCosignatureBytes*4/3 + 1<<10
 )
 
 // Service serves one ledger.Log as bankdoor.ledger.v1.LedgerService.
