@@ -96,6 +96,7 @@ func Claims(r *Report) []Claim {
 		proofClaim(r),
 		heapFlatClaim(r),
 		anchorClaim(r),
+		budgetClaim(r),
 		anchoredRateClaim(r),
 		truncationClaim(r),
 	}
