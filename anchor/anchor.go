@@ -31,7 +31,9 @@
 // checkpoint, if that one is not cosigned yet, so the newest entry is
 // covered at most one interval (plus the witness's answer) after the log
 // stops growing, and a witness is sent at most one request per interval
-// however fast the log grows.
+// however fast the log grows. A witness that failed is tried again when its
+// interval ends; give its tlogwitness.Client a Backoff of one attempt so
+// that the client's own retries do not add requests inside the interval.
 package anchor
 
 import (
@@ -105,7 +107,8 @@ type Options struct {
 	Store     CosignatureStore
 	Witnesses []*tlogwitness.Client
 	// RetryInterval is how long Run waits before trying again a witness that
-	// was unavailable. Zero means one minute.
+	// was unavailable, without a budget (with one, the Interval). Zero
+	// means one minute.
 	RetryInterval time.Duration
 	// Interval is the least time between two add-checkpoint requests to one
 	// witness (see Anchoring budget). Zero means no budget: a request for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -164,5 +165,27 @@ func TestNewRejectsANegativeInterval(t *testing.T) {
 	u := newUnit(t)
 	if _, err := anchor.New(anchor.Options{Log: u.log, LogKey: u.logKey, Store: u.store, Interval: -time.Second}); err == nil {
 		t.Error("New with Interval -1s succeeded; want an error")
+	}
+}
+
+// TestRunBudgetRetries: with a budget, a witness that failed (one attempt
+// per request) is tried again when its interval ends, not after
+// RetryInterval, and never sooner.
+func TestRunBudgetRetries(t *testing.T) {
+	r := startBudgetRun(t, time.Second)
+	r.w.fail.Store(http.StatusServiceUnavailable)
+	r.wake <- nil // not a new checkpoint: the first round, failed, is over
+	r.u.log.Append("receipt", 1)
+	r.wake <- nil
+	r.clock.Advance(999 * time.Millisecond)
+	r.wake <- nil
+	if got := r.w.requests.Load(); got != 1 {
+		t.Fatalf("inside the interval after a failure: %d requests; want 1", got)
+	}
+	r.w.fail.Store(0)
+	r.clock.Advance(time.Millisecond)
+	r.wake <- nil
+	if got, size := r.w.requests.Load(), r.cosigned(); got != 2 || size != 2 {
+		t.Errorf("when the interval ended: %d requests, size %d cosigned; want 2 and 2", got, size)
 	}
 }

@@ -71,8 +71,9 @@ func (l *Loop) Finish(timeout time.Duration) error {
 // closed; it returns ctx.Err(). A witness whose Interval since its last
 // request has not passed is sent the latest checkpoint when it has (see
 // Anchoring budget). A witness that failed transiently (see Transient) is
-// tried again after RetryInterval, or at the next checkpoint if one comes
-// sooner; one that refused a checkpoint is not sent that checkpoint again.
+// tried again after RetryInterval (with a budget, when its interval ends),
+// or at the next checkpoint if one comes sooner and its interval allows;
+// one that refused a checkpoint is not sent that checkpoint again.
 // Failures are logged, not returned.
 func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
 	ps := make([]*pending, len(a.opts.Witnesses))
@@ -144,12 +145,23 @@ func (a *Anchorer) settle(ctx context.Context, p *pending, c *checkpoint, err er
 	case err == nil || ctx.Err() != nil:
 		p.dirty, p.refused = false, false
 	case Transient(err):
-		a.opts.Logger.WarnContext(ctx, "anchoring failed; will retry", "witness", p.w.Name(), "err", err, "retry_in", a.opts.RetryInterval)
-		p.retryAt = a.opts.Clock.Now().Add(a.opts.RetryInterval)
+		wait := a.retryWait()
+		a.opts.Logger.WarnContext(ctx, "anchoring failed; will retry", "witness", p.w.Name(), "err", err, "retry_in", wait)
+		p.retryAt = a.opts.Clock.Now().Add(wait)
 	default:
 		a.opts.Logger.ErrorContext(ctx, "witness refused the checkpoint", "witness", p.w.Name(), "size", c.Size, "err", err)
 		p.dirty, p.refused, p.size = false, true, c.Size
 	}
+}
+
+// retryWait is how long after a transient failure a witness is tried
+// again: RetryInterval, or with a budget the interval, the rate the
+// witness admits.
+func (a *Anchorer) retryWait() time.Duration {
+	if a.opts.Interval > 0 {
+		return a.opts.Interval
+	}
+	return a.opts.RetryInterval
 }
 
 // nextDue returns how long until the earliest dirty witness is due.

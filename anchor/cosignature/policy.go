@@ -59,10 +59,15 @@ type Verified struct {
 // Cosigner is a trusted witness whose cosignature verified.
 type Cosigner struct {
 	Key  string    // "name+hash" of the witness key
-	Time time.Time // when the witness says it cosigned (cosignature/v1 timestamp)
+	Time time.Time // when the witness says it cosigned (cosignature/v1 timestamp; the Unix epoch if it states none)
 }
 
-func (c Cosigner) String() string { return c.Key + " at " + c.Time.UTC().Format(time.RFC3339) }
+func (c Cosigner) String() string {
+	if c.Time.Unix() == 0 { // an ML-DSA-44 cosignature may state no time
+		return c.Key + " (no timestamp)"
+	}
+	return c.Key + " at " + c.Time.UTC().Format(time.RFC3339)
+}
 
 // Verify checks the checkpoint note msg against the policy and returns the
 // parsed checkpoint, which must have no extension lines. The error wraps ErrMalformed, ErrLogSignature,

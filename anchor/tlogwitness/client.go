@@ -32,7 +32,8 @@
 //   - 200 OK: the body is one or more note signature lines ("— name base64\n")
 //     by the witness's keys. AddCheckpoint returns the lines by the configured
 //     key after checking each verifies over the exact checkpoint sent
-//     (C2SP tlog-cosignature, cosignature/v1); any other answer is an error.
+//     (C2SP tlog-cosignature, cosignature/v1, Ed25519 or ML-DSA-44); any
+//     other answer is an error.
 //   - 409 Conflict with Content-Type text/x.tlog.size: the old size is not the
 //     size the witness last cosigned; the body is that size. AddCheckpoint
 //     returns a *ConflictError carrying it, so that the caller can send a
