@@ -44,7 +44,7 @@ import (
 // first entry is an agent receipt later than every other: the last one.
 // What the checkpoint does not cover (receipts after its size) no bundle
 // can prove; export again after the next cosigned checkpoint.
-func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.Policy, cp *cosignature.Verified) (*AnchoredReport, error) {
+func verifyBundle(dir string, key *receipt.Key, opts Options, pol cosignature.Trust, cp *cosignature.Verified) (*AnchoredReport, error) {
 	b, err := bundle.Read(dir)
 	if err != nil {
 		return nil, &Error{Reason: err.Error()}
@@ -96,11 +96,11 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.P
 }
 
 // sameTree checks the bundle is for pub and for cp's tree.
-func sameTree(b *bundle.Bundle, key *receipt.Key, pol *cosignature.Policy, cp *cosignature.Verified) error {
+func sameTree(b *bundle.Bundle, key *receipt.Key, pol cosignature.Trust, cp *cosignature.Verified) error {
 	if id := key.KeyID(); b.KeyID != id {
 		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not the public key's %s", b.KeyID, id)}
 	}
-	bcp, _, err := cosignature.Open(b.Checkpoint, pol.Log)
+	bcp, err := pol.VerifyLog(b.Checkpoint)
 	if err != nil {
 		return &Error{bundle.CheckpointFile, fmt.Sprintf("does not verify with the log key: %v", err)}
 	}

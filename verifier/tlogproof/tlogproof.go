@@ -145,7 +145,7 @@ func Parse(data []byte) (*Proof, error) {
 // and p's inclusion proof binds the RFC 6962 leaf hash of entry, at p's
 // index, to the checkpoint's root. It returns the verified checkpoint. The
 // extra data, which nothing authenticates, plays no part.
-func (p *Proof) Verify(entry []byte, pol *cosignature.Policy) (*cosignature.Verified, error) {
+func (p *Proof) Verify(entry []byte, pol cosignature.Trust) (*cosignature.Verified, error) {
 	cp, err := pol.Verify(p.Checkpoint)
 	if err != nil {
 		return nil, fmt.Errorf("tlog-proof: checkpoint: %w", err)
