@@ -58,7 +58,7 @@ func (e *MissingError) Error() string {
 // pol. The error is a *MissingError when receipts are missing; an error
 // wrapping one of cosignature's Err values when the checkpoint does not
 // satisfy pol; an *Error when a receipt, proof or the bundle is wrong.
-func VerifyAnchored(dir string, pub ed25519.PublicKey, opts Options, pol *cosignature.Policy, checkpoint []byte) (*AnchoredReport, error) {
+func VerifyAnchored(dir string, pub ed25519.PublicKey, opts Options, pol cosignature.Trust, checkpoint []byte) (*AnchoredReport, error) {
 	key, err := agentKey(pub)
 	if err != nil {
 		return nil, err

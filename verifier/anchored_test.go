@@ -1,6 +1,7 @@
 package verifier_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
+	"github.com/bankdoor/bankdoor/verifier/tlogproof"
 )
 
 // sharedLog is a ledger holding two agents' receipts, interleaved, and
@@ -226,6 +228,28 @@ func TestBundleTampering(t *testing.T) {
 		{"extra receipt", "after seq 5", func(t *testing.T, dir string) {
 			overwrite(t, filepath.Join(dir, bundle.ReceiptsDir, "000006.json"), a.next(t, 1)[0])
 		}},
+		{"edited tlog-proof hash", "tlog-proofs/000003.tlog-proof: tlog-proof: the inclusion proof", func(t *testing.T, dir string) {
+			editTLogProof(t, dir, 3, func(p *tlogproof.Proof) { p.Hashes[0][0] ^= 1 })
+		}},
+		{"tlog-proof of another leaf", "000003.tlog-proof: proves leaf", func(t *testing.T, dir string) {
+			editTLogProof(t, dir, 3, func(p *tlogproof.Proof) { p.Index++ })
+		}},
+		{"tlog-proof with another checkpoint", "000004.tlog-proof: holds another checkpoint", func(t *testing.T, dir string) {
+			editTLogProof(t, dir, 4, func(p *tlogproof.Proof) {
+				p.Checkpoint = bytes.Replace(p.Checkpoint, []byte("\n\n"), []byte("\n\n— x.test AAAA\n"), 1)
+			})
+		}},
+		{"malformed tlog-proof", "000001.tlog-proof: tlog-proof: the first line", func(t *testing.T, dir string) {
+			editFile(t, filepath.Join(dir, bundle.TLogProofsDir), "000001.tlog-proof", "tlog-proof@v1", "tlog-proof@v2")
+		}},
+		{"removed tlog-proof", "000002.tlog-proof: is missing", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, bundle.TLogProofsDir, "000002.tlog-proof")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"stray tlog-proof", "000009.tlog-proof: is not the tlog-proof of one of the bundle's receipts 1..5", func(t *testing.T, dir string) {
+			overwrite(t, filepath.Join(dir, bundle.TLogProofsDir, "000009.tlog-proof"), readFile(t, filepath.Join(dir, bundle.TLogProofsDir, "000001.tlog-proof")))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, cp := w.export(a)
@@ -233,6 +257,50 @@ func TestBundleTampering(t *testing.T) {
 			_, err := anchored(t, w, a, dir, cp)
 			wantFailure(t, err, tc.want)
 		})
+	}
+}
+
+// editTLogProof rewrites the tlog-proof of seq in the bundle in dir.
+func editTLogProof(t *testing.T, dir string, seq uint64, edit func(p *tlogproof.Proof)) {
+	t.Helper()
+	p, err := bundle.ReadTLogProof(dir, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	overwrite(t, filepath.Join(dir, bundle.TLogProofsDir, bundle.TLogProofName(seq)), p.Marshal())
+}
+
+// TestBundleTLogProofs: each receipt of a bundle and its tlog-proof verify
+// on their own, with package tlogproof and the policy alone (what any
+// tlog-proof verifier does); a bundle without tlog-proofs/ (written
+// before it) still verifies, with its proofs file.
+func TestBundleTLogProofs(t *testing.T) {
+	t.Parallel()
+	w, a := sharedLog(t, 6)
+	dir, cp := w.export(a)
+	for seq := uint64(1); seq <= 6; seq++ {
+		p, err := bundle.ReadTLogProof(dir, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := readFile(t, filepath.Join(dir, bundle.ReceiptsDir, receipt.FileName(seq)))
+		v, err := p.Verify(r, w.policy(2))
+		if err != nil {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+		if len(v.Cosigners) != 2 {
+			t.Errorf("seq %d: %d cosigners, want 2", seq, len(v.Cosigners))
+		}
+		if _, err := p.Verify(readFile(t, filepath.Join(dir, bundle.ReceiptsDir, receipt.FileName(seq%6+1))), w.policy(2)); err == nil {
+			t.Errorf("seq %d: the tlog-proof verifies another receipt", seq)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, bundle.TLogProofsDir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anchored(t, w, a, dir, cp); err != nil {
+		t.Fatalf("a bundle without tlog-proofs: %v", err)
 	}
 }
 

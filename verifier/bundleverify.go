@@ -2,7 +2,10 @@ package verifier
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -31,14 +34,17 @@ import (
 //     listed, all of them (*MissingError). L > H with none missing
 //     means the manifest was edited: an *Error.
 //  4. receipts/ verifies as VerifyDir would, with every receipt's
-//     inclusion proof (proofs) at cp's size, seq H at the head's leaf.
+//     inclusion proof (proofs) at cp's size, seq H at the head's leaf;
+//     and, when the bundle has tlog-proofs/, each receipt's tlog-proof
+//     there: the bundle's checkpoint byte for byte, the proofs line's
+//     leaf, and an inclusion proof that verifies.
 //
 // An attacker who deletes receipts and edits the manifest, proofs and
 // tail cannot pass step 2 without a tail that the root commits to, whose
 // first entry is an agent receipt later than every other: the last one.
 // What the checkpoint does not cover (receipts after its size) no bundle
 // can prove; export again after the next cosigned checkpoint.
-func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.Policy, cp *cosignature.Verified) (*AnchoredReport, error) {
+func verifyBundle(dir string, key *receipt.Key, opts Options, pol cosignature.Trust, cp *cosignature.Verified) (*AnchoredReport, error) {
 	b, err := bundle.Read(dir)
 	if err != nil {
 		return nil, &Error{Reason: err.Error()}
@@ -65,7 +71,21 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.P
 	if len(names) > int(head.Seq) {
 		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
 	}
-	rep, _, err := verifyFiles(rdir, names, key, opts, false, proofChecker(b, cp.Hash))
+	check := proofChecker(b, cp.Hash)
+	tps, err := tlogProofChecker(dir, b, cp.Hash, len(names))
+	if err != nil {
+		return nil, err
+	}
+	if tps != nil {
+		proofs := check
+		check = func(i int, leaf []byte) error {
+			if err := proofs(i, leaf); err != nil {
+				return err
+			}
+			return tps(i, leaf)
+		}
+	}
+	rep, _, err := verifyFiles(rdir, names, key, opts, false, check)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +96,11 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol *cosignature.P
 }
 
 // sameTree checks the bundle is for pub and for cp's tree.
-func sameTree(b *bundle.Bundle, key *receipt.Key, pol *cosignature.Policy, cp *cosignature.Verified) error {
+func sameTree(b *bundle.Bundle, key *receipt.Key, pol cosignature.Trust, cp *cosignature.Verified) error {
 	if id := key.KeyID(); b.KeyID != id {
 		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not the public key's %s", b.KeyID, id)}
 	}
-	bcp, _, err := cosignature.Open(b.Checkpoint, pol.Log)
+	bcp, err := pol.VerifyLog(b.Checkpoint)
 	if err != nil {
 		return &Error{bundle.CheckpointFile, fmt.Sprintf("does not verify with the log key: %v", err)}
 	}
@@ -151,4 +171,63 @@ func proofChecker(b *bundle.Bundle, root []byte) func(i int, leaf []byte) error 
 		}
 		return nil
 	}
+}
+
+// tlogProofChecker returns the check of each receipt's tlog-proof in
+// dir/tlog-proofs, nil for a bundle without that directory (written
+// before it). The directory must hold a proof for each of the n receipts
+// and nothing else.
+func tlogProofChecker(dir string, b *bundle.Bundle, root []byte, n int) (func(i int, leaf []byte) error, error) {
+	tdir := filepath.Join(dir, bundle.TLogProofsDir)
+	fi, err := os.Lstat(tdir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, &Error{Reason: err.Error()}
+	case !fi.IsDir():
+		return nil, &Error{bundle.TLogProofsDir, "is not a directory"}
+	}
+	entries, err := os.ReadDir(tdir)
+	if err != nil {
+		return nil, &Error{Reason: err.Error()}
+	}
+	want := make(map[string]bool, n)
+	for seq := range uint64(n) {
+		want[bundle.TLogProofName(seq+1)] = true
+	}
+	for _, e := range entries {
+		if !want[e.Name()] {
+			return nil, &Error{filepath.Join(bundle.TLogProofsDir, e.Name()), fmt.Sprintf("is not the tlog-proof of one of the bundle's receipts 1..%d", n)}
+		}
+	}
+	if len(entries) != n {
+		for name := range want {
+			if !slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == name }) {
+				return nil, &Error{filepath.Join(bundle.TLogProofsDir, name), "is missing: every receipt of a bundle with tlog-proofs has one; export again"}
+			}
+		}
+	}
+	bySeq := make(map[uint64]bundle.Proof, len(b.Proofs))
+	for _, p := range b.Proofs {
+		bySeq[p.Seq] = p
+	}
+	return func(i int, leaf []byte) error {
+		seq := uint64(i) + 1
+		name := filepath.Join(bundle.TLogProofsDir, bundle.TLogProofName(seq))
+		p, err := bundle.ReadTLogProof(dir, seq)
+		if err != nil {
+			return &Error{Reason: err.Error()}
+		}
+		switch {
+		case !bytes.Equal(p.Checkpoint, b.Checkpoint):
+			return &Error{name, fmt.Sprintf("holds another checkpoint than %s; export again", bundle.CheckpointFile)}
+		case p.Index != bySeq[seq].Index:
+			return &Error{name, fmt.Sprintf("proves leaf %d; %s says the receipt is leaf %d", p.Index, bundle.ProofsFile, bySeq[seq].Index)}
+		}
+		if err := p.VerifyInclusion(leaf, b.Size, root); err != nil {
+			return &Error{name, err.Error()}
+		}
+		return nil
+	}, nil
 }

@@ -19,13 +19,14 @@ import (
 const verifyTimeout = 5 * time.Minute
 
 func cmdVerify(e *env, args []string) int {
-	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P] [--checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N] | --ledger URL --log-key VKEY]")
+	fs := newFlags(e, "verify", "verify DIR --pub PEM [--policy P] [--checkpoint FILE (--log-key VKEY [--witness-key VKEY]... [--witness-quorum N] | --policy-file F) | --ledger URL --log-key VKEY]")
 	pubPath := fs.String("pub", "", "the agent's public key (SPKI PEM, bankdoor.pub.pem) (required)")
 	policyPath := fs.String("policy", "", "also require every receipt's policy_sha256 to be this policy file's")
 	var remote remoteFlags
 	remote.register(fs.FlagSet, "also prove every receipt is in the ledger at this URL (bankdoor ledger serve), against its signed checkpoint")
 	var anchor policyFlags
 	anchor.register(fs.FlagSet, "the ledger's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (with --ledger or --checkpoint)")
+	policyFile := fs.String("policy-file", "", "offline, with --checkpoint: a C2SP tlog-policy file (c2sp.org/tlog-policy) naming the trusted logs, witnesses and quorum, instead of --log-key, --witness-key and --witness-quorum")
 	cpPath := fs.String("checkpoint", "", "offline: prove against this checkpoint note (a bundle's checkpoint file, or one from GetCheckpoint) that no receipt it covers is missing; with --log-key and the witnesses' --witness-key")
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
@@ -41,12 +42,12 @@ func cmdVerify(e *env, args []string) int {
 	if err != nil {
 		return fail(e, exitUsage, "--pub: %w", err)
 	}
-	if *cpPath != "" || len(anchor.witnesses) > 0 || flagSet(fs.FlagSet, "witness-quorum") {
+	if *cpPath != "" || len(anchor.witnesses) > 0 || flagSet(fs.FlagSet, "witness-quorum") || *policyFile != "" {
 		if remote.url != "" {
 			return exitErr(e, exitUsage, hint(errors.New("--checkpoint and --ledger do not go together"),
 				"--checkpoint is the offline check, --ledger the online one: give one of them"))
 		}
-		return verifyAnchored(e, pos[0], pub, *policyPath, *cpPath, &anchor)
+		return verifyAnchored(e, pos[0], pub, *policyPath, *cpPath, *policyFile, &anchor)
 	}
 	online, err := onlineCheck(&remote, anchor.logKey)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/anchor/tlogpolicy"
 	"github.com/bankdoor/bankdoor/verifier"
 )
 
@@ -49,13 +50,34 @@ func (f *policyFlags) policy() (*cosignature.Policy, error) {
 	return p, nil
 }
 
+// trust returns what --policy-file says, or else the --log-key,
+// --witness-key and --witness-quorum flags.
+func (f *policyFlags) trust(policyFile string) (cosignature.Trust, error) {
+	if policyFile == "" {
+		return f.policy()
+	}
+	if f.logKey != "" || len(f.witnesses) > 0 || flagSet(f.fs, "witness-quorum") {
+		return nil, hint(errors.New("--policy-file and --log-key, --witness-key, --witness-quorum do not go together"),
+			"the policy file names the logs, the witnesses and the quorum: give it or the flags")
+	}
+	data, err := readLimited(policyFile, tlogpolicy.MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("--policy-file: %w", err)
+	}
+	p, err := tlogpolicy.Parse(data)
+	if err != nil {
+		return nil, hint(fmt.Errorf("--policy-file %s: %w", policyFile, err), "the format is c2sp.org/tlog-policy: log, witness, group and quorum lines")
+	}
+	return p, nil
+}
+
 // verifyAnchored is bankdoor verify --checkpoint: fully offline.
-func verifyAnchored(e *env, dir string, pub ed25519.PublicKey, policyPath, cpPath string, pf *policyFlags) int {
+func verifyAnchored(e *env, dir string, pub ed25519.PublicKey, policyPath, cpPath, policyFile string, pf *policyFlags) int {
 	if cpPath == "" {
-		return exitErr(e, exitUsage, hint(errors.New("--witness-key and --witness-quorum need --checkpoint"),
+		return exitErr(e, exitUsage, hint(errors.New("--witness-key, --witness-quorum and --policy-file need --checkpoint"),
 			"give the checkpoint they check with --checkpoint FILE (a bundle's checkpoint file)"))
 	}
-	p, err := pf.policy()
+	p, err := pf.trust(policyFile)
 	if err != nil {
 		return exitErr(e, exitUsage, err)
 	}
@@ -69,7 +91,7 @@ func verifyAnchored(e *env, dir string, pub ed25519.PublicKey, policyPath, cpPat
 	}
 	rep, err := verifier.VerifyAnchored(dir, pub, opts, p, cp)
 	if errors.Is(err, cosignature.ErrLogSignature) {
-		return exitErr(e, exitFailure, hint(verifyError(err), "check that --log-key is the verifier key of the ledger that wrote the checkpoint"))
+		return exitErr(e, exitFailure, hint(verifyError(err), "check that %s the verifier key of the ledger that wrote the checkpoint", map[bool]string{true: "--log-key is", false: "a log line of --policy-file has"}[policyFile == ""]))
 	} else if err != nil {
 		return exitErr(e, exitFailure, verifyError(err))
 	}
@@ -112,18 +134,22 @@ func ignored(v *cosignature.Verified) string {
 	return s
 }
 
-func readCheckpoint(path string) ([]byte, error) {
+func readCheckpoint(path string) ([]byte, error) { return readLimited(path, maxCheckpointFile) }
+
+// readLimited reads the file at path, refusing one of more than limit
+// bytes.
+func readLimited(path string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCheckpointFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxCheckpointFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes: not a checkpoint note", path, maxCheckpointFile)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	return b, nil
 }

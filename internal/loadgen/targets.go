@@ -215,7 +215,7 @@ func (b *Bankdoor) Writer(i int) (func(context.Context) (uint64, error), error) 
 		}
 		var resp ledgerv1.AppendResponse
 		if err := proto.Unmarshal(answer, &resp); err != nil {
-			return 0, fmt.Errorf("Append answer: %w", err)
+			return 0, fmt.Errorf("the answer to Append: %w", err)
 		}
 		if got := resp.GetIndexes(); len(got) != 1 {
 			return 0, fmt.Errorf("an Append of one receipt was answered with %d indexes", len(got))

@@ -20,6 +20,10 @@ const (
 	ProofsFile     = "proofs"
 	TailFile       = "tail"
 	ReceiptsDir    = "receipts"
+	// TLogProofsDir holds a C2SP tlog-proof per receipt (package
+	// tlogproof): its proof and the checkpoint, in one file that any
+	// tlog-proof verifier reads.
+	TLogProofsDir = "tlog-proofs"
 )
 
 // Limits on what Read accepts, so a hostile bundle cannot make it use

@@ -40,6 +40,13 @@
 //	              a receipt holds no newline byte (RFC 8785 escapes it)
 //	receipts/     the agent's receipt files 000001.json to SEQ, as in package
 //	              receipt
+//	tlog-proofs/  000001.tlog-proof to SEQ: each receipt's proofs line and the
+//	              checkpoint as a C2SP tlog-proof (https://c2sp.org/tlog-proof,
+//	              package tlogproof), whose entry is the receipt file's bytes:
+//	              one receipt and its tlog-proof verify with any tlog-proof
+//	              verifier and the log's and witnesses' keys. A bundle written
+//	              before it may lack the directory; verify checks it when it is
+//	              there
 //
 // # What the tail proves
 //

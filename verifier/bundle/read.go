@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/bankdoor/bankdoor/verifier/tlogproof"
 )
 
 // IsBundle reports whether dir holds a bundle manifest: the test by which
@@ -59,6 +61,17 @@ func Read(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
 	return b, nil
+}
+
+// ReadTLogProof reads and parses the tlog-proof of the receipt with seq
+// in the bundle in dir. An error names the file.
+func ReadTLogProof(dir string, seq uint64) (*tlogproof.Proof, error) {
+	var p *tlogproof.Proof
+	err := readFile(filepath.Join(dir, TLogProofsDir), TLogProofName(seq), int64(tlogproof.MaxSize), func(data []byte) (err error) {
+		p, err = tlogproof.Parse(data)
+		return err
+	})
+	return p, err
 }
 
 // open opens dir/name, which a bundle must have.

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/bankdoor/bankdoor/ledger/receipt"
+	"github.com/bankdoor/bankdoor/verifier/tlogproof"
 )
 
 // Write writes b and the agent's receipt files (receipts[i] is seq i+1)
@@ -87,7 +89,32 @@ func writeAll(tmp string, b *Bundle, receipts [][]byte) error {
 	if err := writeFile(filepath.Join(tmp, ProofsFile), func(w io.Writer) error { return writeProofs(w, b.Proofs) }); err != nil {
 		return err
 	}
-	return writeReceipts(filepath.Join(tmp, ReceiptsDir), receipts)
+	if err := writeReceipts(filepath.Join(tmp, ReceiptsDir), receipts); err != nil {
+		return err
+	}
+	return writeTLogProofs(filepath.Join(tmp, TLogProofsDir), b)
+}
+
+// writeTLogProofs writes b's proof of each receipt, with b's checkpoint,
+// as a tlog-proof file named after the receipt (000001.tlog-proof).
+func writeTLogProofs(dir string, b *Bundle) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	for _, p := range b.Proofs {
+		tp := tlogproof.Proof{Index: p.Index, Hashes: p.Hashes, Checkpoint: b.Checkpoint}
+		path := filepath.Join(dir, TLogProofName(p.Seq))
+		if err := writeFile(path, func(w io.Writer) error { _, err := w.Write(tp.Marshal()); return err }); err != nil {
+			return err
+		}
+	}
+	return syncDir(dir)
+}
+
+// TLogProofName is the name of the tlog-proof of the receipt with seq in
+// TLogProofsDir: the receipt's name with the extension .tlog-proof.
+func TLogProofName(seq uint64) string {
+	return strings.TrimSuffix(receipt.FileName(seq), filepath.Ext(receipt.FileName(seq))) + tlogproof.Ext
 }
 
 func writeReceipts(dir string, receipts [][]byte) error {
