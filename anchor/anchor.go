@@ -31,9 +31,10 @@
 // checkpoint, if that one is not cosigned yet, so the newest entry is
 // covered at most one interval (plus the witness's answer) after the log
 // stops growing, and a witness is sent at most one request per interval
-// however fast the log grows. A witness that failed is tried again when its
-// interval ends; give its tlogwitness.Client a Backoff of one attempt so
-// that the client's own retries do not add requests inside the interval.
+// however fast the log grows. Each request is one attempt (the clients'
+// Backoff is not used, so that no retry adds a request inside the
+// interval; a witness answering 429 is asking for less): a witness that
+// failed is tried again when its interval ends.
 package anchor
 
 import (
@@ -112,7 +113,8 @@ type Options struct {
 	RetryInterval time.Duration
 	// Interval is the least time between two add-checkpoint requests to one
 	// witness (see Anchoring budget). Zero means no budget: a request for
-	// every new checkpoint. Negative is an error.
+	// every new checkpoint, retried as the client's Backoff says. Negative
+	// is an error.
 	Interval time.Duration
 	Clock    Clock        // nil means the system clock
 	Logger   *slog.Logger // nil means slog.Default()
@@ -163,7 +165,21 @@ func New(opts Options) (*Anchorer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Interval > 0 {
+		opts.Witnesses = oneAttempt(opts.Witnesses)
+	}
 	return &Anchorer{opts: opts, sent: make(map[string]time.Time)}, nil
+}
+
+// oneAttempt returns copies of ws that try each request once.
+func oneAttempt(ws []*tlogwitness.Client) []*tlogwitness.Client {
+	out := make([]*tlogwitness.Client, len(ws))
+	for i, w := range ws {
+		c := *w
+		c.Backoff = tlogwitness.Backoff{Attempts: 1}
+		out[i] = &c
+	}
+	return out
 }
 
 // checkpoint is a parsed checkpoint and the note that is sent: the text

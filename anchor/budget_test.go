@@ -189,3 +189,25 @@ func TestRunBudgetRetries(t *testing.T) {
 		t.Errorf("when the interval ended: %d requests, size %d cosigned; want 2 and 2", got, size)
 	}
 }
+
+// TestIntervalMakesOneAttempt: with a budget, a failing witness gets one
+// request per Anchor, whatever the client's Backoff allows.
+func TestIntervalMakesOneAttempt(t *testing.T) {
+	u := newUnit(t)
+	w := newInProcessWitness(t, "w.test", u.logKey)
+	w.fail.Store(http.StatusTooManyRequests)
+	c := client(t, w.URL, w.VKey)
+	c.Backoff = tlogwitness.Backoff{Attempts: 3, Initial: time.Millisecond, Max: time.Millisecond}
+	a, err := anchor.New(anchor.Options{Log: u.log, LogKey: u.logKey, Store: u.store, Witnesses: []*tlogwitness.Client{c},
+		Interval: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.log.Append("receipt", 1)
+	if err := a.Anchor(context.Background(), u.log.Checkpoint()); !errors.Is(err, tlogwitness.ErrUnavailable) || w.requests.Load() != 1 {
+		t.Errorf("a 429 with a budget: %v after %d requests; want ErrUnavailable after 1", err, w.requests.Load())
+	}
+	if c.Backoff.Attempts != 3 {
+		t.Errorf("New changed the caller's client: Backoff %+v", c.Backoff)
+	}
+}

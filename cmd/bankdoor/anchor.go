@@ -68,13 +68,6 @@ func (f *witnessFlags) clients(logger *slog.Logger) ([]*tlogwitness.Client, erro
 			return nil, fmt.Errorf("--witness %s --witness-key %s (pair %d): %w", u, cosignature.ShortKey(f.keys[i]), i+1, err)
 		}
 		c.Logger = logger
-		if f.interval > 0 {
-			// Each request counts against the interval: a failed one is
-			// tried again by the anchoring loop, at the next interval with
-			// the newest checkpoint, not at once (a witness answering 429
-			// is asking for less).
-			c.Backoff = tlogwitness.Backoff{Attempts: 1}
-		}
 		cs = append(cs, c)
 	}
 	return cs, nil
