@@ -137,7 +137,7 @@ func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 	}
 	v, err := fnote.NewVerifierForCosignatureV1(vkey)
 	if err != nil {
-		return nil, fmt.Errorf("witness key %s: a %s key: %v (wrong key length for the type?)", ShortKey(vkey), typeName(typ), err)
+		return nil, fmt.Errorf("witness key %s: an %s key: %v (wrong key length for the type?)", ShortKey(vkey), typeName(typ), err)
 	}
 	if typ != TypeEd25519 && v.KeyHash() != hash {
 		return nil, fmt.Errorf("witness key %s: the key ID is %08x, but the name and %s key give %08x: the key or its name was altered or copied wrong", ShortKey(vkey), hash, typeName(typ), v.KeyHash())

@@ -290,11 +290,11 @@ func TestNewWitnessVerifierRejects(t *testing.T) {
 	for _, c := range []struct {
 		name, vkey, mentions string
 	}{
-		{"type 0x04 with an ML-DSA-44 key", vkey(hash, with(0x04, key)), "a Ed25519 key"},
+		{"type 0x04 with an ML-DSA-44 key", vkey(hash, with(0x04, key)), "an Ed25519 key: malformed verifier id"},
 		{"type 0x01 with an ML-DSA-44 key", vkey(hash, with(0x01, key)), "an Ed25519 note key (type 0x01)"},
 		{"unknown type 0x07", vkey(hash, with(0x07, key)), "unknown key type 0x07"},
 		{"wrong key ID", vkey("00000000", key), "the key ID is 00000000, but the name and ML-DSA-44 key give 89b47603"},
-		{"truncated key", vkey(hash, key[:len(key)-1]), "a ML-DSA-44 key"},
+		{"truncated key", vkey(hash, key[:len(key)-1]), "an ML-DSA-44 key: malformed verifier id"},
 		{"key ID not hex", vkey("89b4760g", key), "is not 8 hex digits"},
 		{"the name alone", name, "not three fields"},
 	} {
