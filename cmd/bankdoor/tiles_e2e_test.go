@@ -1,0 +1,272 @@
+package main_test
+
+// The tlog-tiles read API (package ledger/tiles) read by a client nobody
+// here wrote: golang.org/x/mod/sumdb/tlog verifies every tile against
+// the checkpoint, recomputes the root and checks the proofs. The only
+// code of this file on the client side maps x/mod's tile names to
+// tlog-tiles paths and splits entry bundles.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
+)
+
+// tileServer is x/mod's tlog.TileReader for a tlog-tiles log at url. It
+// keeps the tiles x/mod saves once it has verified them, as the
+// interface intends, so that 10,000 proofs do not fetch a tile each.
+type tileServer struct {
+	t     *testing.T
+	url   string
+	mu    sync.Mutex
+	saved map[tlog.Tile][]byte
+}
+
+func newTileServer(t *testing.T, url string) *tileServer {
+	return &tileServer{t: t, url: url, saved: map[tlog.Tile][]byte{}}
+}
+
+func (s *tileServer) Height() int { return 8 }
+
+// tilesPath maps x/mod's tile name (tile/8/L/N[.p/W], tile/8/data/N for
+// entries) to the tlog-tiles path (tile/L/N[.p/W], tile/entries/N).
+func tilesPath(t tlog.Tile) string {
+	p := strings.TrimPrefix(t.Path(), "tile/8/")
+	if t.L == -1 {
+		p = "entries" + strings.TrimPrefix(p, "data")
+	}
+	return "tile/" + p
+}
+
+func (s *tileServer) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	for i, t := range tiles {
+		s.mu.Lock()
+		b, ok := s.saved[t]
+		s.mu.Unlock()
+		if ok {
+			out[i] = b
+			continue
+		}
+		var err error
+		if out[i], err = s.get(tilesPath(t)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *tileServer) SaveTiles(tiles []tlog.Tile, data [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range tiles {
+		s.saved[t] = data[i]
+	}
+}
+
+func (s *tileServer) get(path string) ([]byte, error) {
+	resp, err := http.Get(s.url + "/" + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /%s: %s: %s", path, resp.Status, b)
+	}
+	return b, nil
+}
+
+// readTree fetches the checkpoint, verifies its log signature with
+// x/mod's note and returns the note and the tree it commits to.
+func (s *tileServer) readTree(vkey string) ([]byte, tlog.Tree) {
+	s.t.Helper()
+	b, err := s.get("checkpoint")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return b, checkpointTree(s.t, b, vkey)
+}
+
+// checkpointTree verifies the checkpoint note n with vkey (x/mod's note)
+// and parses its text (transparency-dev/formats).
+func checkpointTree(t *testing.T, n []byte, vkey string) tlog.Tree {
+	t.Helper()
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := note.Open(n, note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("the checkpoint does not verify with the log key: %v\n%s", err, n)
+	}
+	var cp log.Checkpoint
+	if _, err := cp.Unmarshal([]byte(msg.Text)); err != nil {
+		t.Fatal(err)
+	}
+	var h tlog.Hash
+	copy(h[:], cp.Hash)
+	return tlog.Tree{N: int64(cp.Size), Hash: h}
+}
+
+// checkTiles reads the whole log at url as a tlog-tiles client: the
+// checkpoint verifies, the root recomputed from the tiles is the
+// checkpoint's, every entry (compared with want, the receipts by index)
+// has an inclusion proof from the tiles that checks, and the tree is
+// consistent with old, an earlier checkpoint. All checks are x/mod's.
+func checkTiles(t *testing.T, url, vkey string, want [][]byte, old tlog.Tree) {
+	t.Helper()
+	s := newTileServer(t, url)
+	_, tree := s.readTree(vkey)
+	if tree.N != int64(len(want)) {
+		t.Fatalf("the checkpoint is of size %d, want %d", tree.N, len(want))
+	}
+	hr := tlog.TileHashReader(tree, s)
+	root, err := tlog.TreeHash(tree.N, hr)
+	if err != nil || root != tree.Hash {
+		t.Fatalf("the root recomputed from the tiles is %v (%v), the checkpoint's %v", root, err, tree.Hash)
+	}
+	for n := int64(0); n*256 < tree.N; n++ {
+		tile := tlog.Tile{H: 8, L: -1, N: n, W: int(min(256, tree.N-n*256))}
+		data, err := s.ReadTiles([]tlog.Tile{tile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range splitEntryBundle(t, data[0], tile.W) {
+			index := n*256 + int64(i)
+			if !bytes.Equal(e, want[index]) {
+				t.Fatalf("entry %d of %s is not the receipt appended at index %d", i, tilesPath(tile), index)
+			}
+			p, err := tlog.ProveRecord(tree.N, index, hr)
+			if err != nil {
+				t.Fatalf("inclusion proof of entry %d from the tiles: %v", index, err)
+			}
+			if err := tlog.CheckRecord(p, tree.N, tree.Hash, index, tlog.RecordHash(e)); err != nil {
+				t.Fatalf("inclusion proof of entry %d: %v", index, err)
+			}
+		}
+	}
+	p, err := tlog.ProveTree(tree.N, old.N, hr)
+	if err != nil {
+		t.Fatalf("consistency proof %d -> %d from the tiles: %v", old.N, tree.N, err)
+	}
+	if err := tlog.CheckTree(p, tree.N, tree.Hash, old.N, old.Hash); err != nil {
+		t.Fatalf("consistency %d -> %d: %v", old.N, tree.N, err)
+	}
+}
+
+// splitEntryBundle splits a tlog-tiles entry bundle: each entry a
+// big-endian uint16 length, then its bytes.
+func splitEntryBundle(t *testing.T, b []byte, w int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(b) >= 2 {
+		n := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+n {
+			break
+		}
+		out, b = append(out, b[2:2+n]), b[2+n:]
+	}
+	if len(b) != 0 || len(out) != w {
+		t.Fatalf("entry bundle of %d entries with %d bytes left over, want %d entries", len(out), len(b), w)
+	}
+	return out
+}
+
+// appendAll appends the agents' chains round-robin, batch receipts at a
+// time, until the log holds upTo receipts; it returns the receipts in log
+// order.
+func appendAll(t *testing.T, s *ledgerServer, chains [][][]byte, sent []int, upTo int, log [][]byte) [][]byte {
+	t.Helper()
+	c := s.client()
+	for i := 0; len(log) < upTo; i = (i + 1) % len(chains) {
+		n := min(250, len(chains[i])-sent[i], upTo-len(log))
+		if n == 0 {
+			continue
+		}
+		batch := chains[i][sent[i] : sent[i]+n]
+		resp, err := c.Append(t.Context(), appendRequest(batch...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, idx := range resp.Msg.Indexes {
+			if idx != uint64(len(log)) {
+				t.Fatalf("receipt acknowledged at index %d, want %d", idx, len(log))
+			}
+			log = append(log, batch[k])
+		}
+		sent[i] += n
+	}
+	return log
+}
+
+// TestTilesReadByXMod: a 10,000-receipt log served by bankdoor ledger
+// serve, and the same log exported with export --tiles and served by a
+// plain http.FileServer, both read and verified by x/mod's tlog; the
+// served one also keeps the partial tiles of an earlier checkpoint.
+func TestTilesReadByXMod(t *testing.T) {
+	t.Parallel()
+	w := newLedgerWorld(t)
+	var chains [][][]byte
+	for range 4 {
+		chains = append(chains, newChainAgent(t, w).receipts(t, 2500))
+	}
+	sent := make([]int, len(chains))
+	s := w.serve()
+	vkey := w.logVKey()
+	log := appendAll(t, s, chains, sent, 3000, nil)
+	_, old := newTileServer(t, s.url).readTree(vkey)
+	if old.N != 3000 {
+		t.Fatalf("checkpoint after 3,000 receipts is of size %d", old.N)
+	}
+	log = appendAll(t, s, chains, sent, 10000, log)
+
+	checkTiles(t, s.url, vkey, log, old)
+	// The partial tiles of the size 3,000 checkpoint are still served.
+	hr := tlog.TileHashReader(old, newTileServer(t, s.url))
+	if root, err := tlog.TreeHash(old.N, hr); err != nil || root != old.Hash {
+		t.Fatalf("the tree of the kept checkpoint, recomputed from its tiles after the log grew: %v (%v), want %v", root, err, old.Hash)
+	}
+	resp, err := s.client().GetCheckpoint(t.Context(), connect.NewRequest(&ledgerv1.GetCheckpointRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := newTileServer(t, s.url).readTree(vkey)
+	if !bytes.Equal(served, resp.Msg.Checkpoint) {
+		t.Fatalf("GET /checkpoint serves\n%s\nGetCheckpoint\n%s", served, resp.Msg.Checkpoint)
+	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("ledger serve exited %d:\n%s", code, s.output())
+	}
+
+	dir := filepath.Join(w.dir, "tiles")
+	if code, out := runBankdoor(t, w.dir, "export", "--ledger-db", w.db, "--ledger-key", w.key, "--tiles", dir); code != 0 {
+		t.Fatalf("bankdoor export --tiles: exit %d\n%s", code, out)
+	}
+	fsrv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(fsrv.Close)
+	checkTiles(t, fsrv.URL, vkey, log, old)
+	exported, err := os.ReadFile(filepath.Join(dir, "checkpoint"))
+	if err != nil || !bytes.Equal(exported, served) {
+		t.Fatalf("the exported checkpoint is\n%s\nthe served one\n%s (%v)", exported, served, err)
+	}
+}
