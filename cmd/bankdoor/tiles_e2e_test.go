@@ -270,3 +270,130 @@ func TestTilesReadByXMod(t *testing.T) {
 		t.Fatalf("the exported checkpoint is\n%s\nthe served one\n%s (%v)", exported, served, err)
 	}
 }
+
+// TestTilesRequests: what ledger serve answers each kind of request of
+// the tlog-tiles API, in a log of 300 receipts: the status, the content
+// type and caching the spec asks for, and a clear error for a malformed
+// path, a tile beyond the tree and a method other than GET or HEAD.
+func TestTilesRequests(t *testing.T) {
+	t.Parallel()
+	w := newLedgerWorld(t)
+	chain := newChainAgent(t, w).receipts(t, 300)
+	s := w.serve()
+	appendAll(t, s, [][][]byte{chain}, []int{0}, 300, nil)
+	const (
+		octets    = "application/octet-stream"
+		text      = "text/plain; charset=utf-8"
+		immutable = "public, max-age=31536000, immutable"
+	)
+	for _, c := range []struct {
+		method, path string
+		code         int
+		ctype, cache string
+		len          int    // of the body, if not 0
+		says         string // in the error body
+	}{
+		{"GET", "/checkpoint", 200, text, "no-cache", 0, ""},
+		{"GET", "/tile/0/000", 200, octets, immutable, 8192, ""},
+		{"HEAD", "/tile/0/000", 200, octets, immutable, 0, ""},
+		{"GET", "/tile/0/001.p/44", 200, octets, immutable, 44 * 32, ""},
+		{"GET", "/tile/0/001.p/1", 200, octets, immutable, 32, ""}, // every partial of the tree stays served
+		{"GET", "/tile/1/000.p/1", 200, octets, immutable, 32, ""},
+		{"GET", "/tile/entries/001.p/44", 200, octets, immutable, 0, ""},
+		{"GET", "/tile/0/001", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/0/001.p/45", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/0/x001/000", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/2/000.p/1", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/entries/002", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/0/x018/x446/x744/x073/x709/x551/615", 404, "", "no-store", 0, "beyond the tree"},
+		{"GET", "/tile/0/000.p/0", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/0/000.p/256", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/0/000.p/01", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/0/x000/001", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/0/01", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/0/0001", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/00/000", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/64/000", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/data/000", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/8/0/000", 400, "", "no-store", 0, "not a tlog-tiles path"}, // x/mod's own path format
+		{"GET", "/tile/0/x018/x446/x744/x073/x709/x551/616", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"GET", "/tile/", 400, "", "no-store", 0, "not a tlog-tiles path"},
+		{"POST", "/tile/0/000", 405, "", "no-store", 0, "use GET"},
+		{"PUT", "/tile/0/000", 405, "", "no-store", 0, "use GET"},
+		{"DELETE", "/tile/entries/000", 405, "", "no-store", 0, "use GET"},
+		{"POST", "/checkpoint", 405, "", "no-store", 0, "use GET"},
+	} {
+		req, err := http.NewRequest(c.method, s.url+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		name := c.method + " " + c.path
+		switch h := resp.Header; {
+		case resp.StatusCode != c.code:
+			t.Errorf("%s: %s %q, want %d", name, resp.Status, body, c.code)
+		case c.ctype != "" && h.Get("Content-Type") != c.ctype:
+			t.Errorf("%s: Content-Type %q, want %q", name, h.Get("Content-Type"), c.ctype)
+		case h.Get("Cache-Control") != c.cache:
+			t.Errorf("%s: Cache-Control %q, want %q", name, h.Get("Cache-Control"), c.cache)
+		case c.len != 0 && len(body) != c.len:
+			t.Errorf("%s: %d bytes, want %d", name, len(body), c.len)
+		case c.method == "HEAD" && (len(body) != 0 || resp.ContentLength != 8192):
+			t.Errorf("%s: %d bytes of body, Content-Length %d; want none and 8192", name, len(body), resp.ContentLength)
+		case !strings.Contains(string(body), c.says):
+			t.Errorf("%s: %q does not say %q", name, body, c.says)
+		case resp.StatusCode == 405 && h.Get("Allow") != "GET, HEAD":
+			t.Errorf("%s: Allow %q, want \"GET, HEAD\"", name, h.Get("Allow"))
+		}
+	}
+	if out := s.output(); strings.Contains(out, "panic") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("the server logged:\n%s", out)
+	}
+}
+
+// TestTilesAuth: the tiles API is open like the read RPCs, unless
+// --auth-reads, when it needs a token like them.
+func TestTilesAuth(t *testing.T) {
+	t.Parallel()
+	w := newLedgerWorld(t)
+	const token = "tiles-e2e-token-0123456789"
+	tokens := filepath.Join(w.dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	get := func(url, tok string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	open := w.serve("--token-file", tokens)
+	if code, body := get(open.url+"/checkpoint", ""); code != 200 {
+		t.Errorf("GET /checkpoint without --auth-reads, no token: %d %s, want 200", code, body)
+	}
+	open.stop(syscall.SIGTERM)
+	closed := w.serve("--token-file", tokens, "--auth-reads")
+	for _, p := range []string{"/checkpoint", "/tile/0/000.p/1", "/tile/entries/000"} {
+		if code, body := get(closed.url+p, ""); code != 401 || !strings.Contains(body, p+" requires authentication") {
+			t.Errorf("GET %s with --auth-reads, no token: %d %q, want 401 saying it requires authentication", p, code, body)
+		}
+		if code, body := get(closed.url+p, "wrong-token-0123456789"); code != 401 {
+			t.Errorf("GET %s with --auth-reads, a wrong token: %d %q, want 401", p, code, body)
+		}
+	}
+	if code, body := get(closed.url+"/checkpoint", token); code != 200 {
+		t.Errorf("GET /checkpoint with --auth-reads and the token: %d %s, want 200", code, body)
+	}
+}

@@ -44,7 +44,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		fail(w, http.StatusMethodNotAllowed, r.Method+" is not allowed: the tlog-tiles API is read with GET (or HEAD)")
+		fail(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed: the tlog-tiles API is read-only; use GET or HEAD")
 		return
 	}
 	if r.URL.Path == "/checkpoint" {
