@@ -125,7 +125,7 @@ func checkOut(flag, dir string) error {
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("--%s %s: %w", flag, dir, err)
+		return hint(fmt.Errorf("--%s %s: %w", flag, dir, err), "give --%s a new or empty directory that can be written", flag)
 	case len(entries) > 0:
 		return hint(fmt.Errorf("--%s %s: exists and is not empty", flag, dir), "give --%s a new or empty directory", flag)
 	}

@@ -3,7 +3,9 @@ package tiles_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,5 +228,55 @@ func TestParsePathRejects(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "want tile/<L>/<N>") {
 			t.Errorf("ParsePath(%q): %q does not say what a path looks like", p, err)
 		}
+	}
+}
+
+// TestExport: Export writes every tile of the size as Read gives it and
+// the checkpoint; a failure part way leaves no checkpoint, and a second
+// export never replaces a file.
+func TestExport(t *testing.T) {
+	l, _ := openLedger(t, 600)
+	cp := l.Checkpoint()
+	dir := t.TempDir()
+	n, err := tiles.Export(context.Background(), dir, l, cp, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for tile := range tiles.ForSize(600) {
+		want++
+		b, err := tiles.Read(l, tile, 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(tile.Path())))
+		if err != nil || string(got) != string(b) {
+			t.Fatalf("%s: the file differs from Read's tile (%v)", tile.Path(), err)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "checkpoint")); err != nil || string(got) != string(cp) || n != want {
+		t.Fatalf("checkpoint %q (%v), %d tiles; want the log's and %d", got, err, n, want)
+	}
+	if _, err := tiles.Export(context.Background(), dir, l, cp, 600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("a second Export into the same directory: %v, want fs.ErrExist", err)
+	}
+
+	// The entry bundles' directory cannot be made: the hash tiles are
+	// written, then Export stops, before the checkpoint.
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tile"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tile", "entries"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tiles.Export(context.Background(), dir, l, cp, 600); err == nil {
+		t.Fatal("Export with tile/entries a file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tile", "0", "000")); err != nil {
+		t.Fatalf("the hash tiles before the failure: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed Export left a checkpoint (%v)", err)
 	}
 }
