@@ -1,0 +1,168 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/bankdoor/bankdoor/ledger/tiles"
+)
+
+// tilesReadID is the id of the full tile row; the entry bundle row's is
+// tilesReadID + "-entries".
+const tilesReadID = "tiles-read"
+
+// tileLog is a report log as package tiles serves it.
+type tileLog struct{ *benchLog }
+
+func (t tileLog) Checkpoint() ([]byte, error) { return t.Log.Checkpoint(), nil }
+
+// TileReads serves a log of size receipts (at least 256, so it has a full
+// tile) with the tlog-tiles handler (package ledger/tiles) on a loopback
+// HTTP/1.1 server and times n GETs of random full level 0 tiles and n of
+// random full entry bundles, each answer read whole, over one kept-alive
+// connection. Before the clock starts, x/mod's tlog reads every full
+// level 0 tile and verifies it against the signed checkpoint; each timed
+// tile must be that tile, and each timed bundle's entries must hash to
+// its leaves.
+func (lb *LedgerBench) TileReads(ctx context.Context, size uint64, n int) ([]Measurement, error) {
+	size = max(size, tiles.Width)
+	lb.progress("ledger: tlog-tiles reads, %d tiles and %d entry bundles of a log of %d receipts", n, n, size)
+	bl, err := openLog(lb.Dir, "tiles", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(2)
+	if err != nil {
+		return nil, err
+	}
+	if err := lb.grow(ctx, bl, as, size); err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(tiles.Handler(tileLog{bl}, nil))
+	defer srv.Close()
+	c := &tileClient{base: srv.URL, http: srv.Client()}
+	leaves, err := c.verifiedLeaves(bl, size)
+	if err != nil {
+		return nil, err
+	}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), size))
+	hashLat, bundleLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for range n {
+		i := rnd.IntN(len(leaves))
+		d, b, err := c.timedGet(ctx, tiles.Tile{N: uint64(i), W: tiles.Width}.Path())
+		if err != nil {
+			return nil, err
+		}
+		if string(b) != string(leaves[i]) {
+			return nil, fmt.Errorf("tile/0/%03d differs from the tile verified against the checkpoint", i)
+		}
+		hashLat = append(hashLat, d)
+		t := tiles.Tile{Entries: true, N: uint64(i), W: tiles.Width}
+		if d, b, err = c.timedGet(ctx, t.Path()); err != nil {
+			return nil, err
+		}
+		if err := checkBundle(b, leaves[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Path(), err)
+		}
+		bundleLat = append(bundleLat, d)
+	}
+	note := fmt.Sprintf("GET over loopback HTTP/1.1 from a log of %d receipts (%d full tiles), in process", size, len(leaves))
+	return []Measurement{
+		{ID: tilesReadID, Section: "ledger", What: "tlog-tiles read of a full level 0 tile (256 stored hashes, 8 KiB), verified", Status: StatusMeasured,
+			Unit: "µs", N: n, Dist: Distribution(hashLat, time.Microsecond), Note: note},
+		{ID: tilesReadID + "-entries", Section: "ledger", What: "tlog-tiles read of a full entry bundle (256 receipts), verified", Status: StatusMeasured,
+			Unit: "µs", N: n, Dist: Distribution(bundleLat, time.Microsecond), Note: note},
+	}, nil
+}
+
+// tileClient GETs tlog-tiles paths from base.
+type tileClient struct {
+	base string
+	http *http.Client
+}
+
+func (c *tileClient) timedGet(ctx context.Context, path string) (time.Duration, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/"+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET /%s: %s: %s", path, resp.Status, b)
+	}
+	return d, b, err
+}
+
+// Height, ReadTiles and SaveTiles make the client x/mod's tlog.TileReader.
+func (c *tileClient) Height() int { return tiles.Height }
+
+func (c *tileClient) ReadTiles(ts []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(ts))
+	for i, t := range ts {
+		var err error
+		if _, out[i], err = c.timedGet(context.Background(), tiles.Tile{Level: t.L, N: uint64(t.N), W: t.W}.Path()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (c *tileClient) SaveTiles([]tlog.Tile, [][]byte) {}
+
+// verifiedLeaves returns the full level 0 tiles of the log's checkpoint,
+// read by x/mod's tlog, which verifies them against the signed root.
+func (c *tileClient) verifiedLeaves(bl *benchLog, size uint64) ([][]byte, error) {
+	cp, err := bl.checkpoint()
+	if err != nil {
+		return nil, err
+	}
+	if cp.Size != size {
+		return nil, fmt.Errorf("checkpoint of size %d, want %d", cp.Size, size)
+	}
+	tree := tlog.Tree{N: int64(cp.Size), Hash: tlog.Hash(cp.Hash)}
+	hr := tlog.TileHashReader(tree, c)
+	if root, err := tlog.TreeHash(tree.N, hr); err != nil || root != tree.Hash {
+		return nil, fmt.Errorf("the root recomputed from the tiles (%v, %v) is not the checkpoint's", root, err)
+	}
+	out := make([][]byte, size/tiles.Width)
+	for i := range out {
+		if out[i], err = tlog.ReadTileData(tlog.Tile{H: tiles.Height, N: int64(i), W: tiles.Width}, hr); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkBundle checks that the entries of bundle hash to the leaves of
+// tile.
+func checkBundle(bundle, tile []byte) error {
+	for i := 0; i < tiles.Width; i++ {
+		if len(bundle) < 2 || len(bundle) < 2+int(bundle[0])<<8|int(bundle[1]) {
+			return fmt.Errorf("truncated at entry %d", i)
+		}
+		n := int(bundle[0])<<8 | int(bundle[1])
+		if h := tlog.RecordHash(bundle[2 : 2+n]); string(h[:]) != string(tile[i*tiles.HashSize:(i+1)*tiles.HashSize]) {
+			return fmt.Errorf("entry %d does not hash to leaf %d of the tile", i, i)
+		}
+		bundle = bundle[2+n:]
+	}
+	if len(bundle) != 0 {
+		return fmt.Errorf("%d bytes after the last entry", len(bundle))
+	}
+	return nil
+}
