@@ -8,6 +8,7 @@ package main_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -351,9 +352,50 @@ func TestTilesRequests(t *testing.T) {
 			t.Errorf("%s: Allow %q, want \"GET, HEAD\"", name, h.Get("Allow"))
 		}
 	}
+	// Entry bundles are gzipped for a client that accepts it, and are the
+	// same bytes once decompressed.
+	plain := getWith(t, s.url+"/tile/entries/000", "identity")
+	zipped := getWith(t, s.url+"/tile/entries/000", "gzip")
+	if plain.enc != "" || zipped.enc != "gzip" || zipped.vary != "Accept-Encoding" {
+		t.Errorf("Content-Encoding %q for identity, %q (Vary %q) for gzip; want none, and gzip with Vary: Accept-Encoding", plain.enc, zipped.enc, zipped.vary)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, plain.body) || len(zipped.body) >= len(plain.body)/2 {
+		t.Errorf("the gzipped bundle (%d bytes) unzips to %d bytes (%v), want the %d-byte bundle, in less than half", len(zipped.body), len(unzipped), err, len(plain.body))
+	}
 	if out := s.output(); strings.Contains(out, "panic") || strings.Contains(out, "level=ERROR") {
 		t.Errorf("the server logged:\n%s", out)
 	}
+}
+
+type answer struct {
+	body      []byte
+	enc, vary string
+}
+
+// getWith GETs url with Accept-Encoding enc, which the transport then
+// leaves to the caller to decode.
+func getWith(t *testing.T, url, enc string) answer {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", enc)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s (%v)", url, resp.Status, err)
+	}
+	return answer{b, resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary")}
 }
 
 // TestTilesAuth: the tiles API is open like the read RPCs, unless

@@ -50,7 +50,9 @@
 // and bundles, full or partial, never change once they exist, and are
 // served with "Cache-Control: public, max-age=31536000, immutable"; the
 // checkpoint with "Cache-Control: no-cache"; errors with "no-store", as
-// a missing tile may exist a moment later.
+// a missing tile may exist a moment later. An entry bundle is gzipped
+// (Content-Encoding: gzip) for a client whose Accept-Encoding takes gzip,
+// as the spec recommends; [Export]'s files are not.
 //
 // # Errors
 //
