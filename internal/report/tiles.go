@@ -151,18 +151,14 @@ func (c *tileClient) verifiedLeaves(bl *benchLog, size uint64) ([][]byte, error)
 // checkBundle checks that the entries of bundle hash to the leaves of
 // tile.
 func checkBundle(bundle, tile []byte) error {
-	for i := 0; i < tiles.Width; i++ {
-		if len(bundle) < 2 || len(bundle) < 2+int(bundle[0])<<8|int(bundle[1]) {
-			return fmt.Errorf("truncated at entry %d", i)
-		}
-		n := int(bundle[0])<<8 | int(bundle[1])
-		if h := tlog.RecordHash(bundle[2 : 2+n]); string(h[:]) != string(tile[i*tiles.HashSize:(i+1)*tiles.HashSize]) {
+	entries, err := tiles.ParseBundle(bundle, tiles.Width)
+	if err != nil {
+		return err
+	}
+	for i, e := range entries {
+		if h := tlog.RecordHash(e); string(h[:]) != string(tile[i*tiles.HashSize:(i+1)*tiles.HashSize]) {
 			return fmt.Errorf("entry %d does not hash to leaf %d of the tile", i, i)
 		}
-		bundle = bundle[2+n:]
-	}
-	if len(bundle) != 0 {
-		return fmt.Errorf("%d bytes after the last entry", len(bundle))
 	}
 	return nil
 }

@@ -43,3 +43,29 @@ func FuzzParsePath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBundle: ParseBundle never panics; what it accepts has w
+// entries whose framing adds up to the input exactly.
+func FuzzParseBundle(f *testing.F) {
+	f.Add([]byte{0, 2, 'h', 'i', 0, 0}, 2)
+	f.Add([]byte{0, 3, 'h', 'i'}, 1)
+	f.Add([]byte{}, 0)
+	f.Add([]byte{0, 0}, 257)
+	f.Add([]byte{0, 0, 0}, 1)
+	f.Fuzz(func(t *testing.T, b []byte, w int) {
+		entries, err := tiles.ParseBundle(b, w)
+		if err != nil {
+			if !errors.Is(err, tiles.ErrBundle) {
+				t.Fatalf("ParseBundle: %v, which does not wrap ErrBundle", err)
+			}
+			return
+		}
+		n := 0
+		for _, e := range entries {
+			n += 2 + len(e)
+		}
+		if len(entries) != w || n != len(b) {
+			t.Fatalf("ParseBundle(%x, %d): %d entries covering %d bytes", b, w, len(entries), n)
+		}
+	})
+}

@@ -56,7 +56,8 @@
 //
 // # Errors
 //
-// [ParsePath] returns errors wrapping [ErrMalformed]; [Read] returns
+// [ParsePath] returns errors wrapping [ErrMalformed], [ParseBundle]
+// (for clients of the format) errors wrapping [ErrBundle]; [Read] returns
 // ErrMalformed for a tile that cannot be, [ErrNotFound] for one beyond
 // the tree size, and otherwise the [Source]'s error.
 package tiles
@@ -295,6 +296,34 @@ func readBundle(src Source, t Tile) ([]byte, error) {
 		b = append(b, e...)
 	}
 	return b, nil
+}
+
+// ErrBundle is the error of ParseBundle.
+var ErrBundle = errors.New("malformed entry bundle")
+
+// ParseBundle splits an entry bundle of w entries (each a big-endian
+// uint16 length, then that many bytes). The entries share b's memory.
+// Its errors wrap ErrBundle: w not 1 to Width, an entry cut short, more
+// or fewer than w entries.
+func ParseBundle(b []byte, w int) ([][]byte, error) {
+	if w < 1 || w > Width {
+		return nil, fmt.Errorf("%w: a bundle holds 1 to %d entries, not %d", ErrBundle, Width, w)
+	}
+	out := make([][]byte, 0, w)
+	for len(b) > 0 {
+		if len(b) < 2 || len(b)-2 < int(binary.BigEndian.Uint16(b)) {
+			return nil, fmt.Errorf("%w: entry %d is cut short", ErrBundle, len(out))
+		}
+		if len(out) == w {
+			return nil, fmt.Errorf("%w: more than %d entries", ErrBundle, w)
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		out, b = append(out, b[2:2+n:2+n]), b[2+n:]
+	}
+	if len(out) != w {
+		return nil, fmt.Errorf("%w: %d entries, want %d", ErrBundle, len(out), w)
+	}
+	return out, nil
 }
 
 // ForSize yields every tile and entry bundle of the tree of size: level

@@ -105,7 +105,11 @@ func TestReadMatchesXMod(t *testing.T) {
 			}
 			if tile.Entries {
 				want := records[tile.N*tiles.Width : tile.N*tiles.Width+uint64(tile.W)]
-				if entries := splitBundle(t, got); !slices.EqualFunc(entries, want, func(a, b []byte) bool { return string(a) == string(b) }) {
+				entries, err := tiles.ParseBundle(got, tile.W)
+				if err != nil {
+					t.Fatalf("size %d: %s: %v", size, tile.Path(), err)
+				}
+				if !slices.EqualFunc(entries, want, func(a, b []byte) bool { return string(a) == string(b) }) {
 					t.Fatalf("size %d: %s does not hold receipts %d.. in order", size, tile.Path(), tile.N*tiles.Width)
 				}
 				continue
@@ -122,21 +126,6 @@ func TestReadMatchesXMod(t *testing.T) {
 			t.Fatalf("size %d: ForSize yielded no tile", size)
 		}
 	}
-}
-
-// splitBundle splits an entry bundle by its uint16 lengths.
-func splitBundle(t *testing.T, b []byte) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for len(b) > 0 {
-		if len(b) < 2 || len(b) < 2+int(b[0])<<8|int(b[1]) {
-			t.Fatalf("entry bundle truncated")
-		}
-		n := int(b[0])<<8 | int(b[1])
-		out = append(out, b[2:2+n])
-		b = b[2+n:]
-	}
-	return out
 }
 
 // TestForSize: the spec's worked example, a tree of 70,000 leaves.
