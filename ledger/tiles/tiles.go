@@ -39,6 +39,23 @@
 // and tile/2/000.p/1; its entry bundles are tile/entries/000 to
 // tile/entries/272 and tile/entries/273.p/112.
 //
+// # Example
+//
+// The two-leaf tree of package ledger's example, leaves "a" and "b" (one
+// byte each, to keep it short; real leaves are receipt files), is one
+// partial level 0 tile of width 2, tile/0/000.p/2, the two leaf hashes
+// (64 bytes, here in hex):
+//
+//	022a6979e6dab7aa5ae4c3e5e45f7e977112a7e63593820dbec1ec738a24f93c
+//	57eb35615d47f34ec714cacdf5fd74608a5e8e102724e80b24b287c0c27b6a31
+//
+// and one entry bundle, tile/entries/000.p/2, of 6 bytes:
+//
+//	00 01 61 00 01 62
+//
+// With 256 leaves, tile/0/000 holds the 256 leaf hashes, tile/1/000.p/1
+// the root of the tree, and tile/entries/000 the 256 entries.
+//
 // # Serving
 //
 // [Handler] answers GET and HEAD, and any other method with 405. A path
