@@ -18,7 +18,6 @@ import (
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
-	"github.com/bankdoor/bankdoor/ledger/tiles"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
@@ -40,7 +39,7 @@ func cmdExport(e *env, args []string) int {
 	keyFile := fs.String("ledger-key", "", "with --ledger-db: the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory)")
 	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
 	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required without --tiles)")
-	tilesDir := fs.String("tiles", "", "instead of one agent's bundle, write the whole log as c2sp.org/tlog-tiles static files (checkpoint, tile/...) to this new or empty directory, for any web server to host")
+	tilesDir := fs.String("tiles", "", "instead of one agent's bundle, write the whole log as c2sp.org/tlog-tiles static files (checkpoint, tile/...) to this new or empty directory, for any web server to host; from --ledger URL each tile is verified against the checkpoint (needs --log-key)")
 	var pol policyFlags
 	pol.register(fs.FlagSet, "the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file): check the checkpoint with it (and the --witness-key quorum) before writing, and put it in the bundle; with --ledger-db, taken from --ledger-key")
 	pos, _, code, ok := parse(fs, args)
@@ -130,56 +129,6 @@ func checkOut(flag, dir string) error {
 		return hint(fmt.Errorf("--%s %s: exists and is not empty", flag, dir), "give --%s a new or empty directory", flag)
 	}
 	return nil
-}
-
-// exportTiles writes an embedded ledger's file as tlog-tiles static
-// files: its checkpoint, checked with the keys if given, and every tile
-// and entry bundle of its tree (package tiles).
-func exportTiles(e *env, remote *remoteFlags, db, keyFile string, pol *policyFlags, dir string, bundleFlags bool) int {
-	switch {
-	case bundleFlags:
-		return exitErr(e, exitUsage, hint(errors.New("--tiles exports the whole log, not one agent's bundle: --key-id and --out do not go with it"),
-			"drop --key-id and --out, or drop --tiles"))
-	case remote.url != "":
-		return exitErr(e, exitUsage, hint(errors.New("--tiles reads the ledger's stored hashes, so it needs the ledger's file, --ledger-db PATH"),
-			"a ledger server already serves the same files at its root: GET %s/checkpoint, %s/tile/0/000, ...", remote.url, remote.url))
-	}
-	if err := checkExportFlags(remote, db, keyFile); err != nil {
-		return exitErr(e, exitUsage, err)
-	}
-	src, err := exportSource(remote, db, keyFile, pol)
-	if err != nil {
-		return exitErr(e, exitUsage, err)
-	}
-	p, err := pol.policy() // the log key at least: exportSource set it from --ledger-key
-	if err != nil {
-		return exitErr(e, exitUsage, err)
-	}
-	if err := checkOut("tiles", dir); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	if err := src.open(); err != nil {
-		return exitErr(e, exitFailure, err)
-	}
-	defer src.close()
-	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
-	defer cancel()
-	cp, err := src.log.Checkpoint()
-	if err != nil {
-		return exitErr(e, exitFailure, fmt.Errorf("the ledger's checkpoint: %w", err))
-	}
-	size, err := checkpointSize(cp, p)
-	if err != nil {
-		return exitErr(e, exitFailure, exportHint(err, db))
-	}
-	n, err := tiles.Export(ctx, dir, src.log, cp, size)
-	if err != nil {
-		return exitErr(e, exitFailure, hint(fmt.Errorf("--tiles %s: %w", dir, err),
-			"%s holds no checkpoint yet, so no client will read it: remove it and export again", dir))
-	}
-	fmt.Fprintf(e.stdout, "%s: the checkpoint of %s at size %d and its %d tiles and entry bundles (c2sp.org/tlog-tiles); serve the directory with any web server\n",
-		dir, strings.SplitN(string(cp), "\n", 2)[0], size, n)
-	return exitOK
 }
 
 // export fetches the checkpoint, checks it with p, collects the bundle

@@ -10,8 +10,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -255,6 +258,12 @@ func TestTilesReadByXMod(t *testing.T) {
 	if !bytes.Equal(served, resp.Msg.Checkpoint) {
 		t.Fatalf("GET /checkpoint serves\n%s\nGetCheckpoint\n%s", served, resp.Msg.Checkpoint)
 	}
+	// export --tiles from the server: its tiles, verified, make the same
+	// files as from its file below.
+	mirror := filepath.Join(w.dir, "mirror")
+	if code, out := runBankdoor(t, w.dir, "export", "--ledger", s.url, "--log-key", vkey, "--tiles", mirror); code != 0 {
+		t.Fatalf("bankdoor export --ledger URL --tiles: exit %d\n%s", code, out)
+	}
 	if code := s.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("ledger serve exited %d:\n%s", code, s.output())
 	}
@@ -269,6 +278,36 @@ func TestTilesReadByXMod(t *testing.T) {
 	exported, err := os.ReadFile(filepath.Join(dir, "checkpoint"))
 	if err != nil || !bytes.Equal(exported, served) {
 		t.Fatalf("the exported checkpoint is\n%s\nthe served one\n%s (%v)", exported, served, err)
+	}
+	if a, b := treeFiles(t, dir), treeFiles(t, mirror); !maps.Equal(a, b) || len(a) != 1+2*40+1 {
+		t.Fatalf("export --tiles from the file wrote %d files, from the server %d (or they differ); want the same %d", len(a), len(b), 1+2*40+1)
+	}
+
+	// A log that serves one wrong hash is not mirrored: the tile fails
+	// x/mod's verification, and no checkpoint is written.
+	if err := os.WriteFile(filepath.Join(dir, "tile", "0", "017"), flipped(t, filepath.Join(dir, "tile", "0", "017"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(w.dir, "bad")
+	code, out := runBankdoor(t, w.dir, "export", "--ledger", fsrv.URL, "--log-key", vkey, "--tiles", bad)
+	if code != 1 || !strings.Contains(out, "does not verify against the checkpoint") {
+		t.Fatalf("export --tiles from a log serving a wrong tile: exit %d, want 1 saying a tile does not verify\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(bad, "checkpoint")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused mirror left a checkpoint (%v)", err)
+	}
+	// Nor one that serves a wrong entry: its leaf hash is not the tile's.
+	tile17 := filepath.Join(dir, "tile", "0", "017")
+	if err := os.WriteFile(tile17, flipped(t, tile17, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "tile", "entries", "005")
+	if err := os.WriteFile(bundle, flipped(t, bundle, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runBankdoor(t, w.dir, "export", "--ledger", fsrv.URL, "--log-key", vkey, "--tiles", filepath.Join(w.dir, "bad2"))
+	if code != 1 || !strings.Contains(out, "tile/entries/005 from "+fsrv.URL+": entry 0 does not hash to its leaf") {
+		t.Fatalf("export --tiles from a log serving a wrong entry: exit %d, want 1 naming entry 0 of tile/entries/005\n%s", code, out)
 	}
 }
 
@@ -438,4 +477,34 @@ func TestTilesAuth(t *testing.T) {
 	if code, body := get(closed.url+"/checkpoint", token); code != 200 {
 		t.Errorf("GET /checkpoint with --auth-reads and the token: %d %s, want 200", code, body)
 	}
+}
+
+// treeFiles returns the files under dir by path, with their contents.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		files[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// flipped returns the file at path with the low bit of byte off flipped.
+func flipped(t *testing.T, path string, off int) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 1
+	return b
 }

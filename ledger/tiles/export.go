@@ -10,8 +10,8 @@ import (
 )
 
 // Export writes checkpoint, a signed checkpoint of the tree of size, and
-// every tile and entry bundle of that tree (ForSize) under dir, at the
-// paths Handler serves them: dir/checkpoint, dir/tile/0/000 and so on,
+// every tile and entry bundle of that tree (ForSize), as read returns
+// them, under dir, at the paths Handler serves them: dir/checkpoint, dir/tile/0/000 and so on,
 // files of mode 0644 in directories of mode 0755. Each file is written
 // whole under a temporary name, synced, then given its name (package
 // atomicfile), so a crash leaves no part of a tile under a tile's name;
@@ -19,14 +19,17 @@ import (
 // every tile it needs. Export refuses to replace a file (fs.ErrExist);
 // give it an empty directory. It returns the number of tiles and
 // bundles written.
-func Export(ctx context.Context, dir string, src Source, checkpoint []byte, size uint64) (int, error) {
+//
+// To export a stored log, read is [Read] of its Source at size; a mirror
+// of a served log reads and verifies each tile from it.
+func Export(ctx context.Context, dir string, read func(Tile) ([]byte, error), checkpoint []byte, size uint64) (int, error) {
 	n := 0
 	made := map[string]bool{}
 	for t := range ForSize(size) {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		b, err := Read(src, t, size)
+		b, err := read(t)
 		if err != nil {
 			return n, err
 		}

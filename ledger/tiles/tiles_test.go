@@ -227,7 +227,7 @@ func TestExport(t *testing.T) {
 	l, _ := openLedger(t, 600)
 	cp := l.Checkpoint()
 	dir := t.TempDir()
-	n, err := tiles.Export(context.Background(), dir, l, cp, 600)
+	n, err := tiles.Export(context.Background(), dir, readAt(l, 600), cp, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestExport(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(dir, "checkpoint")); err != nil || string(got) != string(cp) || n != want {
 		t.Fatalf("checkpoint %q (%v), %d tiles; want the log's and %d", got, err, n, want)
 	}
-	if _, err := tiles.Export(context.Background(), dir, l, cp, 600); !errors.Is(err, fs.ErrExist) {
+	if _, err := tiles.Export(context.Background(), dir, readAt(l, 600), cp, 600); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("a second Export into the same directory: %v, want fs.ErrExist", err)
 	}
 
@@ -259,7 +259,7 @@ func TestExport(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tile", "entries"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tiles.Export(context.Background(), dir, l, cp, 600); err == nil {
+	if _, err := tiles.Export(context.Background(), dir, readAt(l, 600), cp, 600); err == nil {
 		t.Fatal("Export with tile/entries a file succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tile", "0", "000")); err != nil {
@@ -268,4 +268,9 @@ func TestExport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a failed Export left a checkpoint (%v)", err)
 	}
+}
+
+// readAt is Read of src at size, as Export takes it.
+func readAt(src tiles.Source, size uint64) func(tiles.Tile) ([]byte, error) {
+	return func(t tiles.Tile) ([]byte, error) { return tiles.Read(src, t, size) }
 }
