@@ -85,15 +85,15 @@ func TestTileReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].ID != "tiles-read" || ms[1].ID != "tiles-read-entries" {
-		t.Fatalf("rows %+v, want tiles-read and tiles-read-entries", ms)
+	if len(ms) != 3 || ms[0].ID != "tiles-read" || ms[1].ID != "tiles-read-entries" || ms[2].ID != "tiles-read-entries-gzip" {
+		t.Fatalf("rows %+v, want tiles-read, tiles-read-entries and tiles-read-entries-gzip", ms)
 	}
 	for _, m := range ms {
 		if m.Status != StatusMeasured || m.N != 20 || m.Dist == nil || m.Dist.P50 <= 0 || m.Dist.P99 < m.Dist.P50 || !strings.Contains(m.Note, "600 receipts (2 full tiles)") {
 			t.Errorf("row %+v: want measured, 20 reads, a distribution, the log's size in the note", m)
 		}
 	}
-	if c := tilesClaim(&Report{Measurements: ms}); c.Status != StatusMeasured || !strings.Contains(c.Figure, "entry bundle p50 ") {
+	if c := tilesClaim(&Report{Measurements: ms}); c.Status != StatusMeasured || !strings.Contains(c.Figure, "entry bundle p50 ") || !strings.Contains(c.Figure, "(gzipped: p50 ") {
 		t.Errorf("claim: %s (%s), want measured with both figures", c.Status, c.Figure)
 	}
 	if c := tilesClaim(&Report{}); !strings.HasPrefix(c.Status, "not measured") {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,15 +26,16 @@ func (t tileLog) Checkpoint() ([]byte, error) { return t.Log.Checkpoint(), nil }
 
 // TileReads serves a log of size receipts (at least 256, so it has a full
 // tile) with the tlog-tiles handler (package ledger/tiles) on a loopback
-// HTTP/1.1 server and times n GETs of random full level 0 tiles and n of
-// random full entry bundles, each answer read whole, over one kept-alive
-// connection. Before the clock starts, x/mod's tlog reads every full
-// level 0 tile and verifies it against the signed checkpoint; each timed
-// tile must be that tile, and each timed bundle's entries must hash to
-// its leaves.
+// HTTP/1.1 server and times n GETs each of random full level 0 tiles, of
+// random full entry bundles as they are (Accept-Encoding: identity), and
+// of the same gzipped (Go's client asks for gzip and unzips), each answer
+// read whole, over one kept-alive connection. Before the clock starts,
+// x/mod's tlog reads every full level 0 tile and verifies it against the
+// signed checkpoint; each timed tile must be that tile, and each timed
+// bundle's entries must hash to its leaves.
 func (lb *LedgerBench) TileReads(ctx context.Context, size uint64, n int) ([]Measurement, error) {
 	size = max(size, tiles.Width)
-	lb.progress("ledger: tlog-tiles reads, %d tiles and %d entry bundles of a log of %d receipts", n, n, size)
+	lb.progress("ledger: tlog-tiles reads, %d tiles and 2 x %d entry bundles of a log of %d receipts", n, n, size)
 	bl, err := openLog(lb.Dir, "tiles", 0)
 	if err != nil {
 		return nil, err
@@ -54,32 +56,30 @@ func (lb *LedgerBench) TileReads(ctx context.Context, size uint64, n int) ([]Mea
 		return nil, err
 	}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), size))
-	hashLat, bundleLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	var lat [3][]time.Duration // hash tiles, bundles, gzipped bundles
 	for range n {
 		i := rnd.IntN(len(leaves))
-		d, b, err := c.timedGet(ctx, tiles.Tile{N: uint64(i), W: tiles.Width}.Path())
-		if err != nil {
-			return nil, err
+		for k, t := range []tiles.Tile{{N: uint64(i), W: tiles.Width}, {Entries: true, N: uint64(i), W: tiles.Width}, {Entries: true, N: uint64(i), W: tiles.Width}} {
+			d, b, err := c.timedGet(ctx, t.Path(), k == 2)
+			if err == nil && !t.Entries && string(b) != string(leaves[i]) {
+				err = errors.New("differs from the tile verified against the checkpoint")
+			} else if err == nil && t.Entries {
+				err = checkBundle(b, leaves[i])
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.Path(), err)
+			}
+			lat[k] = append(lat[k], d)
 		}
-		if string(b) != string(leaves[i]) {
-			return nil, fmt.Errorf("tile/0/%03d differs from the tile verified against the checkpoint", i)
-		}
-		hashLat = append(hashLat, d)
-		t := tiles.Tile{Entries: true, N: uint64(i), W: tiles.Width}
-		if d, b, err = c.timedGet(ctx, t.Path()); err != nil {
-			return nil, err
-		}
-		if err := checkBundle(b, leaves[i]); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Path(), err)
-		}
-		bundleLat = append(bundleLat, d)
 	}
 	note := fmt.Sprintf("GET over loopback HTTP/1.1 from a log of %d receipts (%d full tiles), in process", size, len(leaves))
+	row := func(id, what string, lat []time.Duration) Measurement {
+		return Measurement{ID: id, Section: "ledger", What: what, Status: StatusMeasured, Unit: "µs", N: n, Dist: Distribution(lat, time.Microsecond), Note: note}
+	}
 	return []Measurement{
-		{ID: tilesReadID, Section: "ledger", What: "tlog-tiles read of a full level 0 tile (256 stored hashes, 8 KiB), verified", Status: StatusMeasured,
-			Unit: "µs", N: n, Dist: Distribution(hashLat, time.Microsecond), Note: note},
-		{ID: tilesReadID + "-entries", Section: "ledger", What: "tlog-tiles read of a full entry bundle (256 receipts), verified", Status: StatusMeasured,
-			Unit: "µs", N: n, Dist: Distribution(bundleLat, time.Microsecond), Note: note},
+		row(tilesReadID, "tlog-tiles read of a full level 0 tile (256 stored hashes, 8 KiB), verified", lat[0]),
+		row(tilesReadID+"-entries", "tlog-tiles read of a full entry bundle (256 receipts), uncompressed, verified", lat[1]),
+		row(tilesReadID+"-entries-gzip", "tlog-tiles read of a full entry bundle (256 receipts), gzipped by the server and unzipped by the client, verified", lat[2]),
 	}, nil
 }
 
@@ -89,10 +89,15 @@ type tileClient struct {
 	http *http.Client
 }
 
-func (c *tileClient) timedGet(ctx context.Context, path string) (time.Duration, []byte, error) {
+// timedGet GETs path, asking for gzip or not, and times it until the
+// whole answer is read (and, with gzip, unzipped).
+func (c *tileClient) timedGet(ctx context.Context, path string, gzip bool) (time.Duration, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/"+path, nil)
 	if err != nil {
 		return 0, nil, err
+	}
+	if !gzip {
+		req.Header.Set("Accept-Encoding", "identity") // the transport then adds no gzip
 	}
 	start := time.Now()
 	resp, err := c.http.Do(req)
@@ -105,6 +110,9 @@ func (c *tileClient) timedGet(ctx context.Context, path string) (time.Duration, 
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("GET /%s: %s: %s", path, resp.Status, b)
 	}
+	if err == nil && gzip != resp.Uncompressed {
+		err = fmt.Errorf("GET /%s: gzipped %v, want %v", path, resp.Uncompressed, gzip)
+	}
 	return d, b, err
 }
 
@@ -115,7 +123,7 @@ func (c *tileClient) ReadTiles(ts []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(ts))
 	for i, t := range ts {
 		var err error
-		if _, out[i], err = c.timedGet(context.Background(), tiles.Tile{Level: t.L, N: uint64(t.N), W: t.W}.Path()); err != nil {
+		if _, out[i], err = c.timedGet(context.Background(), tiles.Tile{Level: t.L, N: uint64(t.N), W: t.W}.Path(), false); err != nil {
 			return nil, err
 		}
 	}
