@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 
@@ -90,6 +91,9 @@ func exportTiles(e *env, remote *remoteFlags, db, keyFile string, pol *policyFla
 	if err != nil {
 		return exitErr(e, exitFailure, exportHint(fmt.Errorf("the ledger's checkpoint: %w", err), db))
 	}
+	if err := writable(dir); err != nil {
+		return exitErr(e, exitFailure, hint(fmt.Errorf("--tiles %s: %w", dir, err), "give --tiles a directory this user can create and write"))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
 	defer cancel()
 	tree := tlog.Tree{N: int64(v.Size), Hash: tlog.Hash(v.Hash)}
@@ -101,6 +105,21 @@ func exportTiles(e *env, remote *remoteFlags, db, keyFile string, pol *policyFla
 	fmt.Fprintf(e.stdout, "%s: the checkpoint of %s at size %d and its %d tiles and entry bundles (c2sp.org/tlog-tiles); serve the directory with any web server\n",
 		dir, v.Origin, v.Size, n)
 	return exitOK
+}
+
+// writable makes dir if need be and checks that a file can be made in
+// it, so that an export that cannot be written fails before its first
+// tile, not after.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".bankdoor-write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // tileMirror reads a tlog-tiles log over HTTP: a ledger server's tiles
