@@ -127,7 +127,9 @@
 // Node (level, index) is the root of the perfect subtree over leaves
 // index·2^level to (index+1)·2^level − 1; level 0 holds the leaf hashes.
 // Every complete node is stored, none of the incomplete ones on the right
-// edge, so a proof reads O(log n) nodes. The storage index of a node is
+// edge, so a proof reads O(log n) nodes, and [Log.NodeHashes] reads the
+// hashes of the tiles of a tiled log (package ledger/tiles, SPEC:
+// https://c2sp.org/tlog-tiles) without computing any. The storage index of a node is
 // golang.org/x/mod/sumdb/tlog's StoredHashIndex(level, index), its
 // position in the order nodes complete: (0,0) is 0, (0,1) is 1, (1,0) is
 // 2, (0,2) is 3, (0,3) is 4, (1,1) is 5, (2,0) is 6.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
@@ -97,6 +98,39 @@ func rehash(tx store.Tx, nodes proof.Nodes) ([][]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	return nodes.Rehash(hashes, hasher.HashChildren)
+}
+
+// NodeHashes returns the stored hashes of the count nodes (level, start)
+// to (level, start+count−1), each the root of the complete subtree over
+// leaves index·2^level to (index+1)·2^level − 1: the hashes of a
+// tlog-tiles tile (package ledger/tiles). They are read, not computed.
+// It is ErrRange unless 1 <= count <= MaxEntries and every one of those
+// subtrees is complete in the tree of Size().
+func (l *Log) NodeHashes(level uint, start, count uint64) ([][]byte, error) {
+	var hashes [][]byte
+	err := l.view(func(tx store.Tx) error {
+		cur, err := storedSize(tx)
+		if err != nil {
+			return err
+		}
+		nodes := uint64(0) // complete nodes at level
+		if level < 64 {
+			nodes = cur >> level
+		}
+		if count == 0 || count > MaxEntries || count > nodes || start > nodes-count {
+			return fmt.Errorf("%w: %d node hashes from (level %d, index %d): want 1 to %d complete nodes of the tree of size %d, which has %d at that level",
+				ErrRange, count, level, start, MaxEntries, cur, nodes)
+		}
+		ids := make([]compact.NodeID, count)
+		for i := range ids {
+			ids[i] = compact.NewNodeID(level, start+uint64(i))
+		}
+		if hashes, err = nodeHashes(tx, ids); err != nil {
+			return fmt.Errorf("%w: %w", ErrStorage, err)
+		}
+		return nil
+	})
+	return hashes, err
 }
 
 // Entries returns up to count receipt files from index start, at most

@@ -173,6 +173,39 @@ func TestProofRange(t *testing.T) {
 	}
 }
 
+// TestNodeHashes: the stored hashes of complete nodes, equal to x/mod's
+// (every level of a 600-leaf tree, up to the largest complete node), and
+// ErrRange for any node that is not complete or a count outside 1 to
+// MaxEntries.
+func TestNodeHashes(t *testing.T) {
+	t.Parallel()
+	tl, ref := buildLog(t, 600)
+	for level := uint(0); 600>>level > 0; level++ {
+		n := uint64(600 >> level)
+		got, err := tl.NodeHashes(level, 0, n)
+		if err != nil {
+			t.Fatalf("NodeHashes(%d, 0, %d): %v", level, n, err)
+		}
+		for i := range n {
+			want, err := ref.ReadHashes([]int64{tlog.StoredHashIndex(int(level), int64(i))})
+			if err != nil || !bytes.Equal(got[i], want[0][:]) {
+				t.Fatalf("node (%d, %d) is %x, x/mod's %x (%v)", level, i, got[i], want, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		level        uint
+		start, count uint64
+	}{
+		{0, 0, 0}, {0, 0, 601}, {0, 600, 1}, {0, 599, 2}, {1, 300, 1}, {9, 1, 1}, {10, 0, 1}, {64, 0, 1}, {200, 0, 1},
+		{0, 1<<64 - 1, 2}, {0, 0, MaxEntries + 1},
+	} {
+		if _, err := tl.NodeHashes(c.level, c.start, c.count); !errors.Is(err, ErrRange) {
+			t.Errorf("NodeHashes(%d, %d, %d) = %v, want ErrRange", c.level, c.start, c.count, err)
+		}
+	}
+}
+
 func TestEntriesAndLeafIndex(t *testing.T) {
 	t.Parallel()
 	a := newAgent(1)

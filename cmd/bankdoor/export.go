@@ -15,7 +15,6 @@ import (
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -27,7 +26,7 @@ import (
 // exportTimeout bounds a whole export.
 const exportTimeout = 30 * time.Minute
 
-const exportSynopsis = "export (--ledger URL | --ledger-db PATH [--ledger-key FILE]) --key-id K --out DIR [--log-key VKEY [--witness-key VKEY]... [--witness-quorum N]]"
+const exportSynopsis = "export (--ledger URL | --ledger-db PATH [--ledger-key FILE]) (--key-id K --out DIR | --tiles DIR) [--log-key VKEY [--witness-key VKEY]... [--witness-quorum N]]"
 
 // cmdExport writes an export bundle (package verifier/bundle) of one
 // agent's receipts: from a remote ledger, or from the embedded ledger's
@@ -39,7 +38,8 @@ func cmdExport(e *env, args []string) int {
 	db := fs.String("ledger-db", "", "export from this embedded ledger file instead (e.g. .bankdoor/receipts/.ledger.db; stop the proxies that use it first)")
 	keyFile := fs.String("ledger-key", "", "with --ledger-db: the embedded ledger's log key file (default: "+ledgerKeyFile+" in the key directory)")
 	keyID := fs.String("key-id", "", "the agent's key_id: the first 16 hex digits of SHA-256 of its public key, as in its receipts (required)")
-	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required)")
+	out := fs.String("out", "", "the bundle directory to create; it must not exist or be empty (required without --tiles)")
+	tilesDir := fs.String("tiles", "", "instead of one agent's bundle, write the whole log as c2sp.org/tlog-tiles static files (checkpoint, tile/...) to this new or empty directory, for any web server to host; from --ledger URL each tile is verified against the checkpoint (needs --log-key)")
 	var pol policyFlags
 	pol.register(fs.FlagSet, "the ledger's verifier key, <origin>+<hash>+<key> (the line of its .vkey file): check the checkpoint with it (and the --witness-key quorum) before writing, and put it in the bundle; with --ledger-db, taken from --ledger-key")
 	pos, _, code, ok := parse(fs, args)
@@ -48,6 +48,9 @@ func cmdExport(e *env, args []string) int {
 	}
 	if len(pos) != 0 {
 		return fs.usageErr("export takes no arguments (got %q); the bundle directory is --out DIR", pos[0])
+	}
+	if *tilesDir != "" {
+		return exportTiles(e, &remote, *db, *keyFile, &pol, *tilesDir, *keyID != "" || *out != "")
 	}
 	if !required(fs, "key-id", "out") {
 		return exitUsage
@@ -69,7 +72,7 @@ func cmdExport(e *env, args []string) int {
 			return exitErr(e, exitUsage, err)
 		}
 	}
-	if err := checkOut(*out); err != nil {
+	if err := checkOut("out", *out); err != nil {
 		return exitErr(e, exitFailure, err)
 	}
 	if src.open != nil { // the embedded ledger's file, last: it is the one thing opened for writing
@@ -109,20 +112,21 @@ func exportHint(err error, db string) error {
 	return ledgerHint(err)
 }
 
-// checkOut checks that the bundle directory --out does not exist or is
-// empty, before any work is done (bundle.Write checks again).
-func checkOut(dir string) error {
+// checkOut checks that the directory of --flag does not exist or is
+// empty, before any work is done (bundle.Write and tiles.Export refuse
+// to replace a file too).
+func checkOut(flag, dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := creatable(dir); err != nil {
-			return hint(fmt.Errorf("--out %s: %w", dir, err), "give --out a directory that can be created")
+			return hint(fmt.Errorf("--%s %s: %w", flag, dir, err), "give --%s a directory that can be created", flag)
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return hint(fmt.Errorf("--%s %s: %w", flag, dir, err), "give --%s a new or empty directory that can be written", flag)
 	case len(entries) > 0:
-		return hint(fmt.Errorf("--out %s: exists and is not empty", dir), "give --out a new or empty directory")
+		return hint(fmt.Errorf("--%s %s: exists and is not empty", flag, dir), "give --%s a new or empty directory", flag)
 	}
 	return nil
 }
@@ -188,6 +192,7 @@ type exportSrc struct {
 	bundle.Source
 	open  func() error
 	close func()
+	log   cosignedLog // the embedded ledger, once open
 }
 
 // exportSource makes the source the flags name, checking the keys; the
@@ -223,7 +228,8 @@ func exportSource(remote *remoteFlags, db, keyFile string, pol *policyFlags) (*e
 		case err != nil:
 			return fmt.Errorf("--ledger-db %s: %w", db, err)
 		}
-		src.Source, src.close = cosignedSource{bundle.LogSource(l), l, v}, func() { l.Close() }
+		src.log = cosignedLog{l, v}
+		src.Source, src.close = cosignedSource{bundle.LogSource(l), src.log}, func() { l.Close() }
 		return nil
 	}
 	return src, nil
@@ -264,13 +270,10 @@ func exportKey(keyFile, logKey string) (note.Signer, string, error) {
 // cosignature stored for its size, as ledger serve's GetCheckpoint does.
 type cosignedSource struct {
 	bundle.Source
-	l      *ledger.Log
-	logKey note.Verifier
+	l cosignedLog
 }
 
-func (s cosignedSource) Checkpoint(context.Context) ([]byte, error) {
-	return anchor.Cosigned(s.l.Checkpoint(), s.logKey, s.l.CosignatureStore())
-}
+func (s cosignedSource) Checkpoint(context.Context) ([]byte, error) { return s.l.Checkpoint() }
 
 // clientSource reads a remote ledger through its Connect client.
 type clientSource struct {

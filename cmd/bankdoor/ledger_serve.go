@@ -23,7 +23,20 @@ import (
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
+	"github.com/bankdoor/bankdoor/ledger/tiles"
 )
+
+// cosignedLog is a ledger whose checkpoint carries every cosignature
+// stored for its size, as GetCheckpoint serves it: what the tlog-tiles
+// API (package tiles) and export read.
+type cosignedLog struct {
+	*ledger.Log
+	logKey note.Verifier
+}
+
+func (c cosignedLog) Checkpoint() ([]byte, error) {
+	return anchor.Cosigned(c.Log.Checkpoint(), c.logKey, c.CosignatureStore())
+}
 
 // shutdownGrace is how long a stopping server waits for calls in flight.
 const shutdownGrace = 30 * time.Second
@@ -46,7 +59,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&f.clientCA, "client-ca", "", "PEM CA certificates; a client certificate they issue authenticates the caller (mTLS; needs --tls-cert)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
-	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs too, not only for Append and AddCosignature (GET /healthz stays open)")
+	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs and the tlog-tiles API (/checkpoint, /tile/) too, not only for Append and AddCosignature (GET /healthz stays open)")
 	f.witnesses.register(fs)
 }
 
@@ -232,7 +245,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		ln.Close()
 		return nil, fmt.Errorf("--witness: %w", err)
 	}
-	s.http = newHTTPServer(s.svc, cfg, logger)
+	s.http = newHTTPServer(s.svc, tiles.Handler(cosignedLog{l, cfg.logKey}, logger), cfg, logger)
 	scheme := "http"
 	if cfg.tls != nil {
 		scheme = "https"
@@ -249,9 +262,15 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	return s, nil
 }
 
-func newHTTPServer(svc *rpc.Service, cfg *serveConfig, logger *slog.Logger) *http.Server {
+// newHTTPServer serves the Connect service, the tlog-tiles read API
+// (tileAPI, at /checkpoint and under /tile/, behind the same auth as the
+// read RPCs) and GET /healthz.
+func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle(svc.Handler(cfg.auth))
+	tileAPI = cfg.auth.Middleware(tileAPI)
+	mux.Handle("/checkpoint", tileAPI)
+	mux.Handle("/tile/", tileAPI)
 	mux.Handle("GET /healthz", svc.Health())
 	var p http.Protocols
 	p.SetHTTP1(true)

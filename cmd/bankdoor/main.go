@@ -14,6 +14,7 @@
 //	bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
 //	bankdoor verify DIR --pub PEM [--policy P] --checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N]
 //	bankdoor export (--ledger URL | --ledger-db PATH) --key-id K --out DIR [--log-key VKEY [--witness-key VKEY]...]
+//	bankdoor export (--ledger URL --log-key VKEY | --ledger-db PATH) --tiles DIR [--witness-key VKEY]...
 //	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
 //	bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
@@ -48,6 +49,7 @@ Usage:
     bankdoor verify DIR --pub PEM [--policy P] [--ledger URL --log-key VKEY]
     bankdoor verify DIR --pub PEM [--policy P] --checkpoint FILE --log-key VKEY [--witness-key VKEY]... [--witness-quorum N]
     bankdoor export (--ledger URL | --ledger-db PATH) --key-id K --out DIR [--log-key VKEY [--witness-key VKEY]...]
+    bankdoor export (--ledger URL --log-key VKEY | --ledger-db PATH) --tiles DIR [--witness-key VKEY]...
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
     bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...

@@ -94,6 +94,7 @@ func Claims(r *Report) []Claim {
 		boundClaim(r, "verify-offline-of-bound", "Offline verification of a receipts directory reaches 0.7 of the bound of its checks on all cores (measured in the same run)", 0.7),
 		tesseraClaim(r),
 		proofClaim(r),
+		tilesClaim(r),
 		heapFlatClaim(r),
 		anchorClaim(r),
 		budgetClaim(r),
@@ -273,6 +274,29 @@ func proofClaim(r *Report) Claim {
 		return c
 	}
 	c.Status, c.Figure = StatusHeld, strings.Join(figs, "; ")
+	return c
+}
+
+// tilesClaim reports the tlog-tiles read latency per tile and per entry
+// bundle (LedgerBench.TileReads): a performance figure, never judged.
+func tilesClaim(r *Report) Claim {
+	c := Claim{ID: "tiles-read", Evidence: "m-" + tilesReadID,
+		Text: "The ledger serves the c2sp.org/tlog-tiles read API from its stored hashes; every tile read verifies against the signed checkpoint with x/mod's tlog"}
+	h, ok1 := find(r.Measurements, tilesReadID)
+	e, ok2 := find(r.Measurements, tilesReadID+"-entries")
+	z, ok3 := find(r.Measurements, tilesReadID+"-entries-gzip")
+	switch {
+	case !ok1:
+		c.Status, c.Figure = "not measured: no "+tilesReadID+" row", "-"
+	case h.Status != StatusMeasured:
+		c.Status, c.Figure = "failed: "+h.Status, "-"
+	case !ok2 || e.Status != StatusMeasured || !ok3 || z.Status != StatusMeasured:
+		c.Status, c.Figure = "failed: no measured "+tilesReadID+"-entries and -entries-gzip rows", "-"
+	default:
+		c.Status = StatusMeasured
+		c.Figure = fmt.Sprintf("full tile p50 %s, p99 %s; entry bundle p50 %s, p99 %s (gzipped: p50 %s, p99 %s)", num(h.Dist.P50, h.Unit), num(h.Dist.P99, h.Unit),
+			num(e.Dist.P50, e.Unit), num(e.Dist.P99, e.Unit), num(z.Dist.P50, z.Unit), num(z.Dist.P99, z.Unit))
+	}
 	return c
 }
 

@@ -76,3 +76,27 @@ func TestHeapFlatClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestTileReads: the tlog-tiles rows, full tiles and entry bundles,
+// measured over a log with full tiles, and the claim built from them.
+func TestTileReads(t *testing.T) {
+	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
+	ms, err := lb.TileReads(t.Context(), 600, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 || ms[0].ID != "tiles-read" || ms[1].ID != "tiles-read-entries" || ms[2].ID != "tiles-read-entries-gzip" {
+		t.Fatalf("rows %+v, want tiles-read, tiles-read-entries and tiles-read-entries-gzip", ms)
+	}
+	for _, m := range ms {
+		if m.Status != StatusMeasured || m.N != 20 || m.Dist == nil || m.Dist.P50 <= 0 || m.Dist.P99 < m.Dist.P50 || !strings.Contains(m.Note, "600 receipts (2 full tiles)") {
+			t.Errorf("row %+v: want measured, 20 reads, a distribution, the log's size in the note", m)
+		}
+	}
+	if c := tilesClaim(&Report{Measurements: ms}); c.Status != StatusMeasured || !strings.Contains(c.Figure, "entry bundle p50 ") || !strings.Contains(c.Figure, "(gzipped: p50 ") {
+		t.Errorf("claim: %s (%s), want measured with both figures", c.Status, c.Figure)
+	}
+	if c := tilesClaim(&Report{}); !strings.HasPrefix(c.Status, "not measured") {
+		t.Errorf("claim without rows: %s, want not measured", c.Status)
+	}
+}

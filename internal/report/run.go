@@ -130,7 +130,15 @@ func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement 
 	if err != nil {
 		proofs = append(proofs, rowOrFailure(Measurement{}, err, "inclusion-proof", "ledger", "inclusion proofs"))
 	}
-	return append(ms, proofs...)
+	ms = append(ms, proofs...)
+	if len(s.ProofSizes) > 0 {
+		reads, err := lb.TileReads(ctx, s.ProofSizes[0], s.Proofs)
+		if err != nil {
+			reads = []Measurement{rowOrFailure(Measurement{}, err, tilesReadID, "ledger", "tlog-tiles reads")}
+		}
+		ms = append(ms, reads...)
+	}
+	return ms
 }
 
 func anchorRow(ctx context.Context, lb *LedgerBench, al *anchorLog, w Witness, n int) Measurement {

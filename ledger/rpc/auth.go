@@ -229,8 +229,15 @@ func (a *Auth) how() string {
 	return strings.Join(ways, ", or ")
 }
 
-// procedureName returns "Append" for "/bankdoor.ledger.v1.LedgerService/Append".
-func procedureName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+// procedureName returns "Append" for "/bankdoor.ledger.v1.LedgerService/Append",
+// and any other path (the tlog-tiles API's, behind the same Middleware)
+// as it is.
+func procedureName(p string) string {
+	if name, ok := strings.CutPrefix(p, "/"+ledgerv1connect.LedgerServiceName+"/"); ok {
+		return name
+	}
+	return p
+}
 
 // CallerName returns who the auth middleware found calling, for logs: "" if
 // the caller did not authenticate.
