@@ -122,7 +122,7 @@ const (
 // its name and key give, so that a key copied wrong is refused here and
 // not later as a witness that never cosigns.
 func NewWitnessVerifier(vkey string) (note.Verifier, error) {
-	hash, typ, err := splitVKey(vkey)
+	hash, typ, _, err := splitVKey(vkey)
 	if err != nil {
 		return nil, fmt.Errorf("witness key %s: %v: want the witness's vkey, name+hash+base64(type || key)", ShortKey(vkey), err)
 	}
@@ -145,21 +145,32 @@ func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 	return v, nil
 }
 
-// splitVKey returns a vkey's key ID and type byte.
-func splitVKey(vkey string) (hash uint32, typ byte, err error) {
+// PublicKey returns the public key a vkey wraps, without its name, key
+// ID and type byte: two vkeys that give the same bytes hold one key (as a
+// note Ed25519 key and its cosignature/v1 key do).
+func PublicKey(vkey string) ([]byte, error) {
+	_, _, key, err := splitVKey(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %v", ShortKey(vkey), err)
+	}
+	return key, nil
+}
+
+// splitVKey returns a vkey's key ID, type byte and the key after it.
+func splitVKey(vkey string) (hash uint32, typ byte, key []byte, err error) {
 	name, rest, ok1 := strings.Cut(vkey, "+")
 	hash16, key64, ok2 := strings.Cut(rest, "+")
 	h, herr := strconv.ParseUint(hash16, 16, 32)
-	key, kerr := base64.StdEncoding.DecodeString(key64)
+	b, kerr := base64.StdEncoding.DecodeString(key64)
 	switch {
 	case !ok1 || !ok2 || name == "":
-		return 0, 0, errors.New("not three fields joined by '+'")
+		return 0, 0, nil, errors.New("not three fields joined by '+'")
 	case len(hash16) != 8 || herr != nil:
-		return 0, 0, fmt.Errorf("key ID %q is not 8 hex digits", hash16)
-	case kerr != nil || len(key) == 0:
-		return 0, 0, errors.New("the key is not standard base64 of a type byte and a key")
+		return 0, 0, nil, fmt.Errorf("key ID %q is not 8 hex digits", hash16)
+	case kerr != nil || len(b) == 0:
+		return 0, 0, nil, errors.New("the key is not standard base64 of a type byte and a key")
 	}
-	return uint32(h), key[0], nil
+	return uint32(h), b[0], b[1:], nil
 }
 
 func typeName(typ byte) string {

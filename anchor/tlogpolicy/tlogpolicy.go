@@ -23,7 +23,6 @@ package tlogpolicy
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -114,17 +113,17 @@ func Parse(data []byte) (*Policy, error) {
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			key, err := keyBytes(f[1])
+			key, err := cosignature.PublicKey(f[1])
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			if prev, dup := logKeys[key]; dup {
+			if prev, dup := logKeys[string(key)]; dup {
 				return nil, fail("the log key wraps the same public key as line %d's: duplicate logs are not allowed", prev)
 			}
 			if len(p.Logs) == MaxLogs {
 				return nil, fail("more than %d logs", MaxLogs)
 			}
-			logKeys[key] = n
+			logKeys[string(key)] = n
 			p.Logs = append(p.Logs, Entry{Name: v.Name(), VKey: f[1], URL: at(f, 2)})
 			p.logs = append(p.logs, v)
 		case "witness":
@@ -138,17 +137,17 @@ func Parse(data []byte) (*Policy, error) {
 			if err != nil {
 				return nil, fail("witness %s: %v", f[1], err)
 			}
-			key, err := keyBytes(f[2])
+			key, err := cosignature.PublicKey(f[2])
 			if err != nil {
 				return nil, fail("witness %s: %v", f[1], err)
 			}
-			if prev, dup := witnessKeys[key]; dup {
+			if prev, dup := witnessKeys[string(key)]; dup {
 				return nil, fail("witness %s: the key wraps the same public key as line %d's: duplicate witnesses are not allowed", f[1], prev)
 			}
 			if len(p.Witnesses) == MaxWitnesses {
 				return nil, fail("more than %d witnesses", MaxWitnesses)
 			}
-			witnessKeys[key] = n
+			witnessKeys[string(key)] = n
 			names[f[1]] = &node{key: fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())}
 			p.Witnesses = append(p.Witnesses, Entry{Name: f[1], VKey: f[2], URL: at(f, 3)})
 			p.verifiers = append(p.verifiers, v)
@@ -230,24 +229,11 @@ func newName(names map[string]*node, name string) error {
 	return nil
 }
 
-// keyBytes returns the public key a vkey wraps, without its name, hash
-// and type byte: two vkeys with the same are duplicates.
-func keyBytes(vkey string) (string, error) {
-	parts := strings.SplitN(vkey, "+", 3)
-	if len(parts) != 3 {
-		return "", fmt.Errorf("key %q is not name+hash+base64", vkey)
-	}
-	b, err := base64.StdEncoding.DecodeString(parts[2])
-	if err != nil || len(b) < 2 {
-		return "", fmt.Errorf("key %q: its key is not base64 of a type byte and a key", vkey)
-	}
-	return string(b[1:]), nil
-}
-
-// log returns the policy's log whose origin the checkpoint's first line
-// names and whose signature it carries, and the checkpoint (several logs
-// may share an origin).
-func (p *Policy) log(checkpoint []byte) (note.Verifier, *log.Checkpoint, error) {
+// withLog calls try with each of the policy's logs whose name is the
+// checkpoint's origin (several logs may share one) until one's signature
+// verifies, that is until try fails with an error that does not wrap
+// cosignature.ErrLogSignature, or succeeds; it returns try's last error.
+func (p *Policy) withLog(checkpoint []byte, try func(l note.Verifier) error) error {
 	origin, _, _ := bytes.Cut(checkpoint, []byte("\n"))
 	err := fmt.Errorf("%w: the checkpoint's origin %q is none of the policy's %d log(s)", cosignature.ErrLogSignature, origin, len(p.logs))
 	if len(p.logs) == 0 {
@@ -257,31 +243,36 @@ func (p *Policy) log(checkpoint []byte) (note.Verifier, *log.Checkpoint, error) 
 		if l.Name() != string(origin) {
 			continue
 		}
-		var cp *log.Checkpoint
-		if cp, _, err = cosignature.Open(checkpoint, l); err == nil {
-			return l, cp, nil
+		if err = try(l); !errors.Is(err, cosignature.ErrLogSignature) {
+			return err
 		}
 	}
-	return nil, nil, err
+	return err
 }
 
 // VerifyLog checks that the checkpoint is signed by a log of the policy
 // (of the origin it names).
 func (p *Policy) VerifyLog(checkpoint []byte) (*log.Checkpoint, error) {
-	_, cp, err := p.log(checkpoint)
-	return cp, err
+	var cp *log.Checkpoint
+	err := p.withLog(checkpoint, func(l note.Verifier) (err error) {
+		cp, _, err = cosignature.Open(checkpoint, l)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
 }
 
 // Verify checks the log's signature and that the witnesses whose
 // cosignatures verify satisfy the quorum. A cosignature line by a known
 // witness that does not verify is an error, as with cosignature.Policy.
 func (p *Policy) Verify(checkpoint []byte) (*cosignature.Verified, error) {
-	l, _, err := p.log(checkpoint)
-	if err != nil {
-		return nil, err
-	}
-	all := &cosignature.Policy{Log: l, Witnesses: p.verifiers}
-	v, err := all.Verify(checkpoint)
+	var v *cosignature.Verified
+	err := p.withLog(checkpoint, func(l note.Verifier) (err error) {
+		v, err = (&cosignature.Policy{Log: l, Witnesses: p.verifiers}).Verify(checkpoint)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
