@@ -71,19 +71,9 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol cosignature.Tr
 	if len(names) > int(head.Seq) {
 		return nil, &Error{names[head.Seq], fmt.Sprintf("is after seq %d, the agent's last receipt in the checkpoint's tree; remove it, or export again", head.Seq)}
 	}
-	check := proofChecker(b, cp.Hash)
-	tps, err := tlogProofChecker(dir, b, cp.Hash, len(names))
+	check, err := proofChecker(dir, b, cp.Hash, len(names))
 	if err != nil {
 		return nil, err
-	}
-	if tps != nil {
-		proofs := check
-		check = func(i int, leaf []byte) error {
-			if err := proofs(i, leaf); err != nil {
-				return err
-			}
-			return tps(i, leaf)
-		}
 	}
 	rep, _, err := verifyFiles(rdir, names, key, opts, false, check)
 	if err != nil {
@@ -148,11 +138,19 @@ func checkTail(b *bundle.Bundle, key *receipt.Key, root []byte) (bundle.Head, ui
 	return bundle.Head{Seq: b.Head.Seq, Index: b.Head.Index}, last, nil
 }
 
-// proofChecker checks the inclusion proof of names[i], seq i+1.
-func proofChecker(b *bundle.Bundle, root []byte) func(i int, leaf []byte) error {
+// proofChecker returns the check of the inclusion proof of receipt
+// names[i], seq i+1, in the bundle in dir: its proofs line, and its
+// tlog-proof when the bundle has tlog-proofs/ (a bundle written before
+// them has not), which must then hold one for each of the n receipts and
+// nothing else.
+func proofChecker(dir string, b *bundle.Bundle, root []byte, n int) (func(i int, leaf []byte) error, error) {
 	bySeq := make(map[uint64]bundle.Proof, len(b.Proofs))
 	for _, p := range b.Proofs {
 		bySeq[p.Seq] = p
+	}
+	tlogProofs, err := hasTLogProofs(dir, n)
+	if err != nil {
+		return nil, err
 	}
 	return func(i int, leaf []byte) error {
 		seq := uint64(i) + 1
@@ -169,28 +167,30 @@ func proofChecker(b *bundle.Bundle, root []byte) func(i int, leaf []byte) error 
 		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.Index, b.Size, leaf, p.Hashes, root); err != nil {
 			return &Error{name, fmt.Sprintf("its inclusion proof (%s, leaf %d, size %d) does not verify against the checkpoint: %v", bundle.ProofsFile, p.Index, b.Size, err)}
 		}
-		return nil
-	}
+		if !tlogProofs {
+			return nil
+		}
+		return checkTLogProof(dir, b, seq, p.Index, leaf, root)
+	}, nil
 }
 
-// tlogProofChecker returns the check of each receipt's tlog-proof in
-// dir/tlog-proofs, nil for a bundle without that directory (written
-// before it). The directory must hold a proof for each of the n receipts
-// and nothing else.
-func tlogProofChecker(dir string, b *bundle.Bundle, root []byte, n int) (func(i int, leaf []byte) error, error) {
+// hasTLogProofs reports whether the bundle in dir has tlog-proofs/, and
+// checks that it holds the tlog-proof of each of its n receipts and
+// nothing else.
+func hasTLogProofs(dir string, n int) (bool, error) {
 	tdir := filepath.Join(dir, bundle.TLogProofsDir)
 	fi, err := os.Lstat(tdir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
+		return false, nil
 	case err != nil:
-		return nil, &Error{Reason: err.Error()}
+		return false, &Error{Reason: err.Error()}
 	case !fi.IsDir():
-		return nil, &Error{bundle.TLogProofsDir, "is not a directory"}
+		return false, &Error{bundle.TLogProofsDir, "is not a directory"}
 	}
 	entries, err := os.ReadDir(tdir)
 	if err != nil {
-		return nil, &Error{Reason: err.Error()}
+		return false, &Error{Reason: err.Error()}
 	}
 	want := make(map[string]bool, n)
 	for seq := range uint64(n) {
@@ -198,36 +198,35 @@ func tlogProofChecker(dir string, b *bundle.Bundle, root []byte, n int) (func(i 
 	}
 	for _, e := range entries {
 		if !want[e.Name()] {
-			return nil, &Error{filepath.Join(bundle.TLogProofsDir, e.Name()), fmt.Sprintf("is not the tlog-proof of one of the bundle's receipts 1..%d", n)}
+			return false, &Error{filepath.Join(bundle.TLogProofsDir, e.Name()), fmt.Sprintf("is not the tlog-proof of one of the bundle's receipts 1..%d", n)}
+		}
+		delete(want, e.Name())
+	}
+	for seq := range uint64(n) {
+		if name := bundle.TLogProofName(seq + 1); want[name] {
+			return false, &Error{filepath.Join(bundle.TLogProofsDir, name), "is missing: every receipt of a bundle with tlog-proofs has one; export again"}
 		}
 	}
-	if len(entries) != n {
-		for name := range want {
-			if !slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == name }) {
-				return nil, &Error{filepath.Join(bundle.TLogProofsDir, name), "is missing: every receipt of a bundle with tlog-proofs has one; export again"}
-			}
-		}
+	return true, nil
+}
+
+// checkTLogProof checks the tlog-proof of the receipt with seq, leaf
+// hash leaf at index: the bundle's checkpoint byte for byte, the same
+// leaf as the proofs line, an inclusion proof that verifies.
+func checkTLogProof(dir string, b *bundle.Bundle, seq, index uint64, leaf, root []byte) error {
+	name := filepath.Join(bundle.TLogProofsDir, bundle.TLogProofName(seq))
+	p, err := bundle.ReadTLogProof(dir, seq)
+	if err != nil {
+		return &Error{Reason: err.Error()}
 	}
-	bySeq := make(map[uint64]bundle.Proof, len(b.Proofs))
-	for _, p := range b.Proofs {
-		bySeq[p.Seq] = p
+	switch {
+	case !bytes.Equal(p.Checkpoint, b.Checkpoint):
+		return &Error{name, fmt.Sprintf("holds another checkpoint than %s; export again", bundle.CheckpointFile)}
+	case p.Index != index:
+		return &Error{name, fmt.Sprintf("proves leaf %d; %s says the receipt is leaf %d", p.Index, bundle.ProofsFile, index)}
 	}
-	return func(i int, leaf []byte) error {
-		seq := uint64(i) + 1
-		name := filepath.Join(bundle.TLogProofsDir, bundle.TLogProofName(seq))
-		p, err := bundle.ReadTLogProof(dir, seq)
-		if err != nil {
-			return &Error{Reason: err.Error()}
-		}
-		switch {
-		case !bytes.Equal(p.Checkpoint, b.Checkpoint):
-			return &Error{name, fmt.Sprintf("holds another checkpoint than %s; export again", bundle.CheckpointFile)}
-		case p.Index != bySeq[seq].Index:
-			return &Error{name, fmt.Sprintf("proves leaf %d; %s says the receipt is leaf %d", p.Index, bundle.ProofsFile, bySeq[seq].Index)}
-		}
-		if err := p.VerifyInclusion(leaf, b.Size, root); err != nil {
-			return &Error{name, err.Error()}
-		}
-		return nil
-	}, nil
+	if err := p.VerifyInclusion(leaf, b.Size, root); err != nil {
+		return &Error{name, err.Error()}
+	}
+	return nil
 }
