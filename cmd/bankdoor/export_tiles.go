@@ -134,21 +134,11 @@ type tileMirror struct {
 }
 
 func newTileMirror(f *remoteFlags) (*tileMirror, error) {
-	u, err := parseLedgerURL(f.url)
+	u, hc, token, err := f.endpoint()
 	if err != nil {
 		return nil, err
 	}
-	tlsConf, err := f.tlsConfig(u)
-	if err != nil {
-		return nil, err
-	}
-	m := &tileMirror{base: strings.TrimSuffix(u.String(), "/"), http: ledgerHTTPClient(tlsConf), saved: map[tlog.Tile][]byte{}}
-	if f.tokenEnv != "" {
-		if m.token, err = f.token(u); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return &tileMirror{base: strings.TrimSuffix(u.String(), "/"), http: hc, token: token, saved: map[tlog.Tile][]byte{}}, nil
 }
 
 func (m *tileMirror) Checkpoint() ([]byte, error) { return m.get("checkpoint") }

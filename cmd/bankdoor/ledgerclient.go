@@ -40,27 +40,38 @@ func (f *remoteFlags) register(fs *flag.FlagSet, urlHelp string) {
 	fs.StringVar(&f.tokenEnv, "ledger-token-env", "", "name of an environment variable holding a bearer token for --ledger")
 }
 
+// endpoint returns the ledger's URL (f.url), an HTTP client with its TLS
+// settings (--ledger-ca) and the bearer token of --ledger-token-env, ""
+// without it.
+func (f *remoteFlags) endpoint() (u *url.URL, hc *http.Client, token string, err error) {
+	if u, err = parseLedgerURL(f.url); err != nil {
+		return nil, nil, "", err
+	}
+	tlsConf, err := f.tlsConfig(u)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if f.tokenEnv != "" {
+		if token, err = f.token(u); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return u, ledgerHTTPClient(tlsConf), token, nil
+}
+
 // client returns a Connect client (Connect protocol, HTTP/1.1) for the
 // ledger at f.url.
 func (f *remoteFlags) client() (ledgerv1connect.LedgerServiceClient, error) {
-	u, err := parseLedgerURL(f.url)
-	if err != nil {
-		return nil, err
-	}
-	tlsConf, err := f.tlsConfig(u)
+	u, hc, tok, err := f.endpoint()
 	if err != nil {
 		return nil, err
 	}
 	var opts []connect.ClientOption
-	if f.tokenEnv != "" {
-		tok, err := f.token(u)
-		if err != nil {
-			return nil, err
-		}
+	if tok != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(tok)))
 	}
 	opts = append(opts, connect.WithReadMaxBytes(ledgerMaxResponse))
-	return ledgerv1connect.NewLedgerServiceClient(ledgerHTTPClient(tlsConf), u.String(), opts...), nil
+	return ledgerv1connect.NewLedgerServiceClient(hc, u.String(), opts...), nil
 }
 
 // parseLedgerURL accepts an http or https URL with a host and nothing
