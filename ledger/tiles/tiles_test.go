@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
+	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/tiles"
 )
@@ -27,14 +27,6 @@ const origin = "ledger.example/tiles-test"
 // chains, appended in batches of 100, and the receipts in log order.
 func openLedger(t testing.TB, n int) (*ledger.Log, [][]byte) {
 	t.Helper()
-	skey, _, err := ledger.GenerateKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	keys := &agentchain.Keys{}
 	var agents []*chaintest.Agent
 	for range 3 {
@@ -42,7 +34,7 @@ func openLedger(t testing.TB, n int) (*ledger.Log, [][]byte) {
 		keys.Enroll(a.Public())
 		agents = append(agents, a)
 	}
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Signer: signer, Agents: keys})
+	l, err := scratchlog.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Agents: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +47,7 @@ func openLedger(t testing.TB, n int) (*ledger.Log, [][]byte) {
 		}
 		all = append(all, batch...)
 	}
-	return l, all
+	return l.Log, all
 }
 
 // xmodHashes is golang.org/x/mod/sumdb/tlog's own storage of the tree of
