@@ -99,21 +99,25 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 		r.agentResponse(ctx, f)
 		return
 	}
+	f.trace = r.startTrace(f)
+	if f.id == nil || f.method == "initialize" {
+		defer f.trace.end() // answered, if at all, before handleFrame returns
+	}
 	info, known := clientMethods[f.method]
 	switch {
 	case !known:
-		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown",
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown",
 			reason: fmt.Sprintf("method %q is not relayed by bankdoor", truncate(f.method, 128))})
 		return
 	case info.route == routeToolsCall:
 		r.toolsCall(f)
 		return
 	case !jsontext.Value(f.raw).IsValid():
-		r.deny(orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse",
+		r.denyTraced(f.trace, orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse",
 			reason: "message has invalid UTF-8 or a lone surrogate"})
 		return
 	case info.route == routeFeature && !r.exposes(info.feature):
-		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed",
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed",
 			reason: fmt.Sprintf("method %q needs %q in the server's expose list of the policy", f.method, info.feature)})
 		return
 	}
@@ -134,6 +138,7 @@ func (r *Relay) exposes(feature string) bool { return r.srv != nil && r.srv.Expo
 // forward sends an agent request or notification that is not a tools/call
 // to the server.
 func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
+	params = stripTraceMeta(params)
 	if f.id == nil {
 		r.send(ctx, nil, f.method, params, true)
 		return
@@ -141,9 +146,10 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 	if !r.reserve(f) {
 		return
 	}
-	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), evidence: denial{argsSHA256: sha256Hex(f.raw)}}
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), evidence: denial{argsSHA256: sha256Hex(f.raw)}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
+		f.trace.fail("server_gone")
 	}
 }
 
@@ -157,7 +163,7 @@ func (r *Relay) reserve(f *frame) bool {
 	}
 	r.mu.Unlock()
 	if busy {
-		r.deny(f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid",
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid",
 			reason: "request id is already in use by an open request; use a new id"})
 	}
 	return !busy
@@ -174,17 +180,21 @@ func (r *Relay) release(id jsontext.Value) {
 // and queues it for callLoop.
 func (r *Relay) toolsCall(f *frame) {
 	call, dn := r.parseToolsCall(f)
+	f.trace.setTool(call.Tool)
 	if dn != nil {
-		r.deny(f.id, f.raw, dn)
+		r.denyTraced(f.trace, f.id, f.raw, dn)
 		return
 	}
 	if f.id == nil {
-		r.deny(nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool,
+		r.denyTraced(f.trace, nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool,
 			reason: "tools/call sent as a notification (no id)"})
 		return
 	}
-	if d := r.cfg.Gate.Precheck(call); !d.Allow {
-		r.deny(f.id, f.raw, gateDenial(call, d))
+	gs := f.trace.gate("precheck")
+	d := r.cfg.Gate.Precheck(call)
+	endSpan(gs)
+	if !d.Allow {
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(call, d))
 		return
 	}
 	if !r.reserve(f) {
@@ -214,31 +224,40 @@ func (r *Relay) callLoop(ctx context.Context) {
 // the next call is checked against a listing taken after that answer.
 func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	f, call := tc.f, tc.call
+	gs := f.trace.gate("decide")
 	live, err := r.livePins(ctx, call.Tool)
 	if err != nil {
+		endSpan(gs)
 		if gone := r.goneErr(); gone != nil {
 			r.release(f.id)
 			r.replyError(f.id, CodeServerGone, "bankdoor: the bank server is gone: "+gone.Error()+"; restart the proxy", nil)
+			f.trace.fail("server_gone")
 			return
 		}
 		d := r.cfg.Gate.Decide(call) // for the argument evidence
 		r.release(f.id)
-		r.deny(f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256,
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256,
 			reason: fmt.Sprintf("the proxy could not list the server's tools to check the pin of %q: %v", truncate(call.Tool, 128), err)})
 		return
 	}
 	call.Live, call.LiveDefinition = live.schema, live.definition
 	d := r.cfg.Gate.Decide(call)
+	endSpan(gs)
 	if !d.Allow {
 		r.release(f.id)
-		r.deny(f.id, f.raw, gateDenial(call, d))
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(call, d))
 		return
 	}
+	f.trace.allowed()
 	if r.cfg.Policy.Receipts == "all" {
-		if _, err := r.cfg.Recorder.Record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
-			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256}); err != nil {
+		rs := f.trace.child("bankdoor.receipt.write")
+		_, err := r.cfg.Recorder.Record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
+			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256})
+		endSpan(rs)
+		if err != nil {
 			r.release(f.id)
 			r.replyError(f.id, codeInternalError, "bankdoor: not forwarded: the receipt could not be written: "+err.Error(), nil)
+			f.trace.fail("receipt_failed")
 			r.stop(fmt.Errorf("writing a receipt: %w", err))
 			return
 		}
@@ -249,9 +268,10 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
 	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}),
-		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}}
+		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)
+		f.trace.fail("server_gone")
 		return
 	}
 	select {
@@ -293,6 +313,9 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 		delete(r.open, reqID)
 	}
 	r.mu.Unlock()
+	if o != nil && o.call != nil && o.ours == 0 {
+		o.call.f.trace.fail("cancelled") // never answered
+	}
 	if o == nil || o.ours == 0 {
 		return
 	}
@@ -348,14 +371,22 @@ func orNull(id jsontext.Value) jsontext.Value {
 // deny records a denial and answers the agent with an error carrying id.
 // A nil id means the frame was a well-formed notification: JSON-RPC never
 // answers those, so the receipt is the only trace.
-func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
+func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) { r.denyTraced(nil, id, raw, dn) }
+
+// denyTraced is deny of a request traced by t: the receipt's write is a
+// span of its own, and the request's span ends with the rule and the
+// receipt once the agent has its answer.
+func (r *Relay) denyTraced(t *reqTrace, id jsontext.Value, raw []byte, dn *denial) {
 	if dn.argsSHA256 == "" {
 		dn.argsSHA256 = sha256Hex(raw)
 	}
+	rs := t.child("bankdoor.receipt.write")
 	rid, err := r.cfg.Recorder.Record(Event{
 		Decision: "deny", Tool: dn.tool, Rule: dn.rule, Reason: dn.reason,
 		ArgNames: dn.argNames, ArgsSHA256: dn.argsSHA256,
 	})
+	endSpan(rs)
+	defer t.denied(dn.code, dn.rule, rid)
 	if err != nil {
 		r.stop(fmt.Errorf("writing a receipt: %w", err))
 		r.log.Error("cannot record a receipt; stopping", "err", err)

@@ -38,6 +38,7 @@ type frame struct {
 	params jsontext.Value // nil if absent
 	result jsontext.Value
 	errVal jsontext.Value
+	trace  *reqTrace // its spans, if traced (trace.go)
 }
 
 func (f *frame) isResponse() bool { return f.method == "" }

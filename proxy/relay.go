@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -53,6 +54,9 @@ type Config struct {
 	// whose pin cannot be checked in time is denied (pin.unavailable).
 	// 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// Tracer, if set, traces every agent request (see trace.go); nil
+	// means no tracing, at no cost.
+	Tracer trace.Tracer
 }
 
 // Relay relays one MCP session between an agent and a bank server.
@@ -88,6 +92,13 @@ type Relay struct {
 	fatal     chan error
 	closing   atomic.Bool // the relay closes the server itself: its going is no error
 	agentEOF  atomic.Bool // the agent closed its input
+
+	// traces are the spans of the agent's requests not yet ended, and
+	// version the protocol version negotiated with the agent, for them
+	// (trace.go); used only with Config.Tracer.
+	traceMu sync.Mutex
+	traces  map[*reqTrace]struct{}
+	version atomic.Value // string
 }
 
 // pending is a request sent to the server and not yet answered.
@@ -105,6 +116,7 @@ type pending struct {
 	// evidence is what a receipt of a refused answer records: the call's
 	// tool and arguments as the gate saw them, or the request's raw bytes.
 	evidence denial
+	trace    *reqTrace // the agent's request's spans; nil if not traced
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -152,6 +164,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // AgentSide); it returns nil when ReadFrame returns io.EOF.
 func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 	r.agent = agent
+	defer r.endTraces()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	agentDone := make(chan error, 1)
@@ -214,6 +227,9 @@ func (r *Relay) stoppedErr() error {
 // has an id. It returns false, having answered the agent, if the server is
 // gone or the relay has stopped.
 func (r *Relay) send(ctx context.Context, p *pending, method string, params []byte, notify bool) (int64, bool) {
+	if p != nil {
+		params = p.trace.startClient(method, params, r.forwardsTrace())
+	}
 	r.mu.Lock()
 	if err := r.gone; err != nil || r.stopped != nil {
 		r.mu.Unlock()
@@ -332,6 +348,7 @@ func (r *Relay) serverGone(cause error) error {
 			close(p.answered)
 		}
 		r.replyError(p.agentID, CodeServerGone, "bankdoor: "+cause.Error()+"; the request was not completed", nil)
+		p.trace.fail("server_gone")
 	}
 	if !r.closing.Load() {
 		r.log.Error("bank server gone", "err", cause)

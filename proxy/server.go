@@ -39,11 +39,13 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		p.done <- m
 		return
 	}
+	p.trace.arrived(m)
+	defer p.trace.end() // once the answer is written
 	if p.answered != nil {
 		close(p.answered) // callLoop may list the server again right away
 	}
 	if dn := r.unexposedAnswer(p, m); dn != nil {
-		r.deny(p.agentID, nil, dn)
+		r.denyTraced(p.trace, p.agentID, nil, dn)
 		return
 	}
 	if m.Error != nil {
