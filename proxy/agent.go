@@ -324,7 +324,7 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 			obj[i].Value = jsontext.Value(fmt.Sprint(o.ours))
 		}
 	}
-	r.send(ctx, nil, "notifications/cancelled", obj.Marshal(), true)
+	r.send(ctx, nil, "notifications/cancelled", stripTraceMeta(obj.Marshal()), true)
 }
 
 // agentResponse relays the agent's answer to a server request.

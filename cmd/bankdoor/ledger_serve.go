@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"connectrpc.com/connect"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/anchor"
@@ -72,7 +73,8 @@ type serveConfig struct {
 	accepted  []note.Verifier       // witness keys whose cosignatures AddCosignature takes
 	agents    *rpc.Directory
 	auth      *rpc.Auth
-	tls       *tls.Config // nil: plain HTTP
+	tls       *tls.Config      // nil: plain HTTP
+	rpcOpts   []connect.Option // the Connect handler's extra options (tracing)
 }
 
 func (f *serveFlags) load() (*serveConfig, error) {
@@ -196,6 +198,14 @@ func cmdLedgerServe(e *env, args []string) int {
 		return exitErr(e, exitUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	tp, err := startTracing("bankdoor-ledger", logger)
+	if err != nil {
+		return exitErr(e, exitUsage, err)
+	}
+	defer stopTracing(e, tp)
+	if cfg.rpcOpts, err = connectTracing(tp); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
 	s, err := startLedger(e, logger, &f, cfg)
 	if err != nil {
 		return exitErr(e, exitFailure, err)
@@ -267,7 +277,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 // read RPCs) and GET /healthz.
 func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler(cfg.auth))
+	mux.Handle(svc.Handler(cfg.auth, handlerOptions(cfg.rpcOpts)...))
 	tileAPI = cfg.auth.Middleware(tileAPI)
 	mux.Handle("/checkpoint", tileAPI)
 	mux.Handle("/tile/", tileAPI)

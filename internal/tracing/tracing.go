@@ -37,9 +37,10 @@
 //	OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE  the batch span processor
 //
 // FromEnv checks every one of them it reads and names the variable of a
-// bad value. Only OTLP over HTTP with protobuf bodies is built in: grpc
-// and http/json are refused with an error that says so, which keeps the
-// gRPC exporter and its dependencies out of the binary.
+// bad value. Only OTLP over HTTP with protobuf bodies is built in (the
+// exporter of go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp):
+// grpc and http/json are refused with an error that says so, rather than
+// exporting in a protocol other than the one asked for.
 //
 // # What it never does
 //
