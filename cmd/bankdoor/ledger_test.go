@@ -38,9 +38,10 @@ const ledgerOrigin = "ledger.example/e2e"
 type ledgerWorld struct {
 	t      *testing.T
 	dir    string
-	key    string // --log-key
-	agents string // --agents
-	db     string // --db
+	key    string   // --log-key
+	agents string   // --agents
+	db     string   // --db
+	env    []string // more environment for serve, e.g. OTEL_* settings
 }
 
 func newLedgerWorld(t *testing.T) *ledgerWorld {
@@ -85,7 +86,7 @@ func (w *ledgerWorld) serve(extra ...string) *ledgerServer {
 	args := append([]string{"ledger", "serve", "--db", w.db, "--addr", "127.0.0.1:0",
 		"--log-key", w.key, "--origin", ledgerOrigin, "--agents", w.agents}, extra...)
 	s := &ledgerServer{t: w.t, cmd: exec.Command(built.bankdoor, args...), exited: make(chan struct{})}
-	s.cmd.Env = mcptest.Env()
+	s.cmd.Env = mcptest.Env(w.env...)
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)

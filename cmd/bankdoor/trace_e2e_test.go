@@ -10,14 +10,18 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 )
 
 // otlpReceiver is an OTLP/HTTP trace endpoint (POST /v1/traces,
@@ -209,5 +213,26 @@ func TestE2ETracesUnreachable(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "cannot export traces"); n > 1 {
 		t.Errorf("%d warnings within a minute, want 1:\n%s", n, stderr)
+	}
+}
+
+// TestE2ELedgerTraces: ledger serve with OTEL_EXPORTER_OTLP_ENDPOINT set
+// traces its Connect RPCs (otelconnect) and flushes them as it stops.
+func TestE2ELedgerTraces(t *testing.T) {
+	t.Parallel()
+	rcv, url := newOTLPReceiver(t)
+	w := newLedgerWorld(t)
+	w.env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "OTEL_BSP_SCHEDULE_DELAY=20"}
+	s := w.serve()
+	if _, err := s.jsonClient().GetCheckpoint(t.Context(), connect.NewRequest(&ledgerv1.GetCheckpointRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("ledger serve exited %d:\n%s", code, s.output())
+	}
+	spans := rcv.of("bankdoor-ledger")
+	rpc := serverSpan(t, spans, "bankdoor.ledger.v1.LedgerService/GetCheckpoint")
+	if got := spanAttr(rpc, "rpc.system.name") + spanAttr(rpc, "rpc.system"); got == "" {
+		t.Errorf("the RPC span has no rpc.system attribute: %v", rpc.GetAttributes())
 	}
 }
