@@ -2,15 +2,18 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/policy"
 )
 
@@ -271,4 +274,75 @@ func TestTraceEndsWithSession(t *testing.T) {
 			t.Errorf("another SERVER span ended after the session: %q", sp.Name())
 		}
 	}
+}
+
+// TestTraceBankErrors checks what the request span says of the bank's
+// answers: a tools/call result with isError true is tool_error, a
+// JSON-RPC error its code.
+func TestTraceBankErrors(t *testing.T) {
+	tr, ended := tracer(t)
+	s := startScript(t, Config{Tracer: tr})
+	ended.until(t, "initialize")
+	bank := s.serveBank()
+	s.send(callBalances("e1"))
+	bank.srv.answer(bank.expectOther("tools/call"), `{"content":[],"isError":true}`)
+	s.recv()
+	srv, all := ended.until(t, "tools/call get_balances")
+	wantAttrs(t, srv, map[string]string{attrErrorType: "tool_error", attrDecision: "allow"})
+	if srv.Status().Code != codes.Error {
+		t.Errorf("isError: status %v, want Error", srv.Status())
+	}
+	for _, c := range all {
+		if c.SpanKind() == trace.SpanKindClient && attr(c, attrErrorType) != "tool_error" {
+			t.Errorf("isError: the client span's error.type = %q, want tool_error", attr(c, attrErrorType))
+		}
+	}
+
+	s.send(`{"jsonrpc":"2.0","id":"p1","method":"ping"}`)
+	req := bank.expectOther("ping")
+	bank.srv.send(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: -32603, Message: "boom"}})
+	s.recv()
+	srv, _ = ended.until(t, "ping")
+	wantAttrs(t, srv, map[string]string{attrErrorType: "-32603", attrStatus: "-32603", attrRequestID: "p1"})
+}
+
+// TestTraceCancelledInQueue checks that a tools/call the agent cancels
+// while it waits for its turn ends its span, marked cancelled.
+func TestTraceCancelledInQueue(t *testing.T) {
+	tr, ended := tracer(t)
+	s := startScript(t, Config{Tracer: tr})
+	ended.until(t, "initialize")
+	bank := s.serveBank()
+	bank.mu.Lock()
+	bank.silent = true // the first call waits for its listing
+	bank.mu.Unlock()
+	s.send(callBalances("first"))
+	s.send(callBalances("second"))
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"second"}}`)
+	srv, _ := ended.until(t, "tools/call get_balances")
+	wantAttrs(t, srv, map[string]string{attrRequestID: "second", attrErrorType: "cancelled"})
+}
+
+// sessionAgent is a LineAgent that knows its session id, as a session of
+// proxy/httpserve does.
+type sessionAgent struct{ AgentSide }
+
+func (sessionAgent) SessionID() string { return "5f2c0a" }
+
+// TestTraceSessionID checks mcp.session.id from a SessionIDer agent side.
+func TestTraceSessionID(t *testing.T) {
+	tr, ended := tracer(t)
+	srv := newScriptServer(t)
+	p := scriptPolicy(t, "deny")
+	r := New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: &sliceRecorder{}, Tracer: tr}, srv)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.RunAgent(ctx, sessionAgent{LineAgent(inR, outW, 0)})
+	go io.Copy(io.Discard, outR)
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer"}}`+"\n")
+	span, _ := ended.until(t, "tools/call transfer")
+	wantAttrs(t, span, map[string]string{attrSession: "5f2c0a"})
+	inW.Close()
 }
