@@ -346,3 +346,22 @@ func TestTraceSessionID(t *testing.T) {
 	wantAttrs(t, span, map[string]string{attrSession: "5f2c0a"})
 	inW.Close()
 }
+
+// TestStripTraceMeta checks what stripTraceMeta leaves of params: the
+// same bytes when there is nothing to strip, the rest of _meta otherwise,
+// names spelled with escapes included.
+func TestStripTraceMeta(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{``, ``},
+		{`{}`, `{}`},
+		{`{"uri":"trace://x", "_meta": {"progressToken": 1}}`, `{"uri":"trace://x", "_meta": {"progressToken": 1}}`},
+		{`{"_meta":{"traceparent":"00-x"}}`, `{"_meta":{}}`},
+		{`{"a":1,"_meta":{"tracestate":"k=v","x":2,"baggage":"u=1"}}`, `{"a":1,"_meta":{"x":2}}`},
+		{`{"_meta":{"\u0074raceparent":"00-x","y":"\u00e9"}}`, `{"_meta":{"y":"\u00e9"}}`},
+		{`{"traceparent":"top-level is not _meta"}`, `{"traceparent":"top-level is not _meta"}`},
+	} {
+		if got := string(stripTraceMeta([]byte(c.in))); got != c.want {
+			t.Errorf("stripTraceMeta(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
