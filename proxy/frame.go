@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -38,6 +39,7 @@ type frame struct {
 	params jsontext.Value // nil if absent
 	result jsontext.Value
 	errVal jsontext.Value
+	read   time.Time // when the relay read it (set by handleFrame)
 }
 
 func (f *frame) isResponse() bool { return f.method == "" }

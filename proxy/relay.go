@@ -53,6 +53,9 @@ type Config struct {
 	// whose pin cannot be checked in time is denied (pin.unavailable).
 	// 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// Observer is told of each decision, answer and receipt write; nil
+	// tells no one.
+	Observer Observer
 }
 
 // Relay relays one MCP session between an agent and a bank server.
@@ -105,6 +108,7 @@ type pending struct {
 	// evidence is what a receipt of a refused answer records: the call's
 	// tool and arguments as the gate saw them, or the request's raw bytes.
 	evidence denial
+	read     time.Time // when the agent's request was read; zero for the relay's own
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -122,6 +126,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 	}
 	if cfg.ListTimeout <= 0 {
 		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	r := &Relay{
 		cfg:        cfg,

@@ -16,11 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"connectrpc.com/connect"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	"github.com/bankdoor/bankdoor/internal/metrics"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	"github.com/bankdoor/bankdoor/ledger/tiles"
@@ -47,6 +49,7 @@ type serveFlags struct {
 	tlsCert, tlsKey, clientCA, tokenFile string
 	authReads                            bool
 	witnesses                            witnessFlags
+	metrics                              metricsFlags
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -61,6 +64,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
 	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs and the tlog-tiles API (/checkpoint, /tile/) too, not only for Append and AddCosignature (GET /healthz stays open)")
 	f.witnesses.register(fs)
+	f.metrics.register(fs)
 }
 
 // serveConfig is what the flags name, loaded and checked before the
@@ -173,7 +177,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT]")
 	var f serveFlags
 	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
@@ -185,6 +189,9 @@ func cmdLedgerServe(e *env, args []string) int {
 	}
 	if !required(fs, "db", "addr", "log-key", "origin", "agents") {
 		return exitUsage
+	}
+	if err := f.metrics.check(); err != nil {
+		return exitErr(e, exitUsage, err)
 	}
 	// Signals are caught from here on, so none is lost once the ledger
 	// is open.
@@ -212,7 +219,8 @@ type ledgerServer struct {
 	http   *http.Server
 	done   chan error // Serve's result
 
-	anchor *anchor.Loop
+	anchor      *anchor.Loop
+	stopMetrics func()
 }
 
 // startLedger listens on --addr, then opens (or creates) the ledger file,
@@ -225,7 +233,15 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	}
 	_, err = os.Stat(f.db)
 	existed := err == nil
-	l, err := ledger.Open(f.db, ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger})
+	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger}
+	var mx *metrics.Ledger
+	var handlerOpts []connect.HandlerOption
+	if f.metrics.reg != nil {
+		mx = f.metrics.reg.Ledger()
+		opts.OnCommit = mx.Committed
+		handlerOpts = append(handlerOpts, connect.WithInterceptors(mx.Interceptor()))
+	}
+	l, err := ledger.Open(f.db, opts)
 	if err != nil {
 		ln.Close()
 		return nil, dbError(f.db, existed, err)
@@ -239,13 +255,23 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	for _, w := range cfg.witnesses {
 		w.Logger = logger
 	}
-	if s.anchor, err = anchor.StartLoop(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
-		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}, l.Watch); err != nil {
+	aopts := anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
+		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}
+	if mx != nil {
+		aopts.OnResult = mx.Anchored
+		var names []string
+		for _, w := range cfg.witnesses {
+			names = append(names, w.Name())
+		}
+		mx.Watch(func() *ledger.Log { return l }, names)
+	}
+	if s.anchor, err = anchor.StartLoop(aopts, l.Watch); err != nil {
 		l.Close()
 		ln.Close()
 		return nil, fmt.Errorf("--witness: %w", err)
 	}
-	s.http = newHTTPServer(s.svc, tiles.Handler(cosignedLog{l, cfg.logKey}, logger), cfg, logger)
+	s.stopMetrics = f.metrics.serve(e, logger)
+	s.http = newHTTPServer(s.svc, tiles.Handler(cosignedLog{l, cfg.logKey}, logger), cfg, logger, handlerOpts...)
 	scheme := "http"
 	if cfg.tls != nil {
 		scheme = "https"
@@ -265,9 +291,9 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 // newHTTPServer serves the Connect service, the tlog-tiles read API
 // (tileAPI, at /checkpoint and under /tile/, behind the same auth as the
 // read RPCs) and GET /healthz.
-func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger) *http.Server {
+func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger, opts ...connect.HandlerOption) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler(cfg.auth))
+	mux.Handle(svc.Handler(cfg.auth, opts...))
 	tileAPI = cfg.auth.Middleware(tileAPI)
 	mux.Handle("/checkpoint", tileAPI)
 	mux.Handle("/tile/", tileAPI)
@@ -318,6 +344,7 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 		case err := <-s.done:
 			s.logger.Error("server failed", "err", err)
 			s.anchor.Stop()
+			s.stopMetrics()
 			s.log.Close()
 			return exitFailure
 		case sig := <-sigs:
@@ -357,6 +384,7 @@ func (s *ledgerServer) shutdown() int {
 		code = exitFailure
 	}
 	s.anchor.Stop()
+	s.stopMetrics()
 	size := s.log.Size()
 	if err := s.log.Close(); err != nil {
 		s.logger.Error("closing the ledger", "err", err)

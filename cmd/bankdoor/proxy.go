@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]]")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]] [--metrics-addr HOST:PORT]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -35,6 +35,8 @@ func cmdProxy(e *env, args []string) int {
 	df.register(fs.FlagSet)
 	var sf listenFlags
 	sf.register(fs.FlagSet)
+	var mf metricsFlags
+	mf.register(fs.FlagSet)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -45,7 +47,7 @@ func cmdProxy(e *env, args []string) int {
 	if len(pos) > 0 {
 		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. -- bankmcp"))
 	}
-	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check} {
+	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check, mf.check} {
 		if err := check(); err != nil {
 			return exitErr(e, exitUsage, err)
 		}
@@ -63,6 +65,8 @@ func cmdProxy(e *env, args []string) int {
 	}
 	c := &proxyConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
 		logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv}
+	c.metrics = mf.newProxyMetrics(p, *server, lf.client == nil)
+	lf.embedded = c.metrics.hooks
 	if sf.addr != "" {
 		return serveAgents(e, &agentsConfig{proxyConfig: *c, serve: &sf})
 	}
@@ -80,6 +84,7 @@ type proxyConfig struct {
 	ledger   *ledgerFlags
 	down     *downFlags
 	argv     []string
+	metrics  *proxyMetrics // nil without --metrics-addr
 }
 
 // proxyStdio relays one agent on stdin and stdout. Everything that can
@@ -101,6 +106,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 		return exitErr(e, exitFailure, err)
 	}
 	defer ev.st.Close() // after the relay: see package ledger/station
+	defer c.serveMetrics(e, ev)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -111,7 +117,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
 	r := proxy.New(proxy.Config{
 		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
-		Logger: c.logger, MaxFrame: c.maxFrame,
+		Logger: c.logger, MaxFrame: c.maxFrame, Observer: c.metrics.observer(),
 	}, conn)
 	if err := r.Run(ctx, e.stdin, e.stdout); err != nil {
 		return exitErr(e, exitFailure, err)

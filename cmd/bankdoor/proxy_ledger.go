@@ -37,6 +37,9 @@ type ledgerFlags struct {
 
 	client   ledgerv1connect.LedgerServiceClient // set by check if remote.url is
 	anchorTo []*tlogwitness.Client               // set by check: the embedded ledger's witnesses
+	// embedded, if set, adds to the embedded ledger's configuration
+	// (metrics hooks) before openEvidence opens it.
+	embedded func(*station.Embedded)
 }
 
 func (f *ledgerFlags) register(fs *flag.FlagSet) {
@@ -123,6 +126,9 @@ func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger 
 			w.Logger = logger
 			logger.Info("anchoring the embedded ledger's checkpoints to witness", "witness", w.Name(), "url", f.witnesses.urls[i])
 		}
+	}
+	if f.embedded != nil {
+		f.embedded(e)
 	}
 	cfg.Embedded = e
 	if _, err := os.Stat(v.db); err == nil {

@@ -60,14 +60,15 @@ const CompressMinBytes = 1024
 // Handler returns the path prefix and the HTTP handler that serve the
 // service with the Connect, gRPC and gRPC-Web protocols, behind auth's
 // checks (nil: none). An Append message may be MaxRequestBytes long on the
-// wire, any other request MaxReadRequestBytes.
-func (s *Service) Handler(auth *Auth) (string, http.Handler) {
+// wire, any other request MaxReadRequestBytes. opts are added to the
+// handlers' options (interceptors for metrics or traces).
+func (s *Service) Handler(auth *Auth, opts ...connect.HandlerOption) (string, http.Handler) {
 	if auth == nil {
 		auth = &Auth{}
 	}
 	small := connect.WithCompressMinBytes(CompressMinBytes)
-	path, appendH := ledgerv1connect.NewLedgerServiceHandler(s, connect.WithReadMaxBytes(MaxRequestBytes), small)
-	_, readH := ledgerv1connect.NewLedgerServiceHandler(s, connect.WithReadMaxBytes(MaxReadRequestBytes), small)
+	path, appendH := ledgerv1connect.NewLedgerServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes), small}, opts...)...)
+	_, readH := ledgerv1connect.NewLedgerServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxReadRequestBytes), small}, opts...)...)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == ledgerv1connect.LedgerServiceAppendProcedure {
 			appendH.ServeHTTP(w, r)
