@@ -271,6 +271,9 @@ func (c candidate) dirName() string {
 // errNoLists when apt has no package lists at all.
 func (f *Fetcher) candidate(ctx context.Context, pkg string) (candidate, error) {
 	out, err := f.apt(ctx, "", "apt-cache", "show", "--no-all-versions", pkg)
+	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
+		return candidate{}, fmt.Errorf("finding Debian package %s: %w (this needs Debian's apt)", pkg, err)
+	}
 	if err != nil {
 		lists, lerr := f.apt(ctx, "", "apt-get", "indextargets", "--format", "$(FILENAME)", "Created-By: Packages")
 		if lerr == nil && len(lists) == 0 {

@@ -55,7 +55,8 @@ func TestRootNotPrivate(t *testing.T) {
 	}
 }
 
-// TestFindOnPATH: a program of the file's name on PATH is used as it is.
+// TestFindOnPATH: a program of the file's name on PATH is used as it is;
+// without apt on PATH, Fetch fails saying it needs apt.
 func TestFindOnPATH(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bankdoor-debpkg-probe"), []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -68,6 +69,10 @@ func TestFindOnPATH(t *testing.T) {
 	}
 	if want := filepath.Join(dir, "bankdoor-debpkg-probe"); p.Path != want || !p.FromPATH || p.Version != "" {
 		t.Errorf("Find = %+v, want %s from PATH, version unknown", p, want)
+	}
+	_, err = (&debpkg.Fetcher{Root: t.TempDir()}).Fetch(context.Background(), "hello", "usr/bin/hello")
+	if err == nil || !strings.Contains(err.Error(), "needs Debian's apt") {
+		t.Errorf("Fetch with no apt-cache on PATH = %v, want an error saying it needs apt", err)
 	}
 }
 
