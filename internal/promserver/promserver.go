@@ -23,6 +23,35 @@
 // (its discovery manager passes them on every 5 s): a test waits with
 // WaitUp or WaitFor, never for a fixed time. StartTest does all of that
 // for a test and stops and removes it at the test's end.
+//
+// # Use in a test
+//
+// An end-to-end test of bankdoor's metrics runs the gateway and the
+// ledger with --metrics-addr, has Prometheus scrape both, waits until
+// both are up, makes a known burst of calls the gate denies, and reads
+// the deny counter back through PromQL:
+//
+//	prom := promserver.StartTest(t, // logs "prometheus: prometheus 2.42.0+ds-5+b6 (/path/to/prometheus)"
+//		promserver.Job{Name: "gateway", Targets: []string{gatewayMetricsAddr}},
+//		promserver.Job{Name: "ledger", Targets: []string{ledgerMetricsAddr}})
+//	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+//	defer cancel()
+//	if err := prom.WaitUp(ctx); err != nil { // about 5 s: discovery, then a scrape
+//		t.Fatal(err) // names each target not up and its scrape error
+//	}
+//	// ... 5 tools/call of "transfer" through the gateway, each denied ...
+//	q := `sum(bankdoor_calls_total{job="gateway",decision="deny",rule="name.write_word"})`
+//	if _, err := prom.WaitFor(ctx, q, func(v model.Vector) bool {
+//		return len(v) == 1 && v[0].Value == 5
+//	}); err != nil {
+//		t.Fatal(err) // says what Prometheus last reported
+//	}
+//
+// The targets are HOST:PORT of the /metrics listeners, so the test must
+// know the ports the gateway and ledger serve metrics on. A labelled
+// counter's series exists only from its first increment, so before the
+// burst the query gives an empty vector, not 0. To report the Prometheus
+// version used, call Binary (StartTest already logs it).
 package promserver
 
 import (
