@@ -29,15 +29,17 @@
 //
 // # Cache
 //
-// Fetch keeps what it unpacked in ROOT/PKG_VERSION_ARCH (ROOT by default
-// os.UserCacheDir()/bankdoor/debs; a ':' of an epoch is written %3a, as
-// apt names its files), which it creates with mode 0700. Each step runs
-// under an exclusive lock on ROOT/.lock (package internal/flock), so test
-// binaries and goroutines fetching at once download once: the .deb is
-// downloaded into a temporary directory under ROOT, its Package, Version
-// and Architecture (dpkg-deb -f) and SHA-256 checked against apt's
-// candidate, it is unpacked there, and the tree is renamed into place
-// last, so ROOT/PKG_VERSION_ARCH is complete whenever it exists.
+// Fetch keeps what it unpacked in ROOT/PKG_VERSION_ARCH, ROOT by default
+// os.UserCacheDir()/bankdoor/debs (created with mode 0700; one others may
+// write to is refused), a ':' of an epoch written %3a as apt names its
+// files. A tree that is there is used without further ado: the tree is
+// renamed into place last, so it is complete whenever it exists. When it
+// is missing, the rest runs under an exclusive lock on ROOT/.lock
+// (package internal/flock), so that test binaries and goroutines fetching
+// at once download once: the .deb is downloaded into a temporary
+// directory under ROOT, its Package, Version and Architecture (dpkg-deb
+// -f) and its SHA-256 are checked against apt's candidate, and it is
+// unpacked there and renamed into place.
 //
 // # Package lists
 //
@@ -158,6 +160,21 @@ func (f *Fetcher) Fetch(ctx context.Context, pkg, file string) (Program, error) 
 	if err := privateDir(root); err != nil {
 		return Program{}, err
 	}
+	// Without the lock first: a tree that is there is complete, and
+	// callers that find it do not queue behind one another's apt-cache.
+	var known *candidate
+	switch c, err := f.candidate(ctx, pkg); {
+	case errors.Is(err, errNoLists):
+		// cured under the lock
+	case err != nil:
+		return Program{}, err
+	default:
+		dir := filepath.Join(root, c.dirName())
+		if _, err := os.Lstat(dir); err == nil {
+			return program(dir, c, file)
+		}
+		known = &c
+	}
 	lock, err := flock.Open(filepath.Join(root, ".lock"))
 	if err != nil {
 		return Program{}, err
@@ -166,7 +183,7 @@ func (f *Fetcher) Fetch(ctx context.Context, pkg, file string) (Program, error) 
 	if err := lock.Lock(); err != nil {
 		return Program{}, err
 	}
-	dir, c, err := f.cached(ctx, root, pkg, false)
+	dir, c, err := f.cached(ctx, root, pkg, known, false)
 	if err != nil {
 		return Program{}, err
 	}
@@ -185,16 +202,23 @@ func (f *Fetcher) root() (string, error) {
 }
 
 // cached returns the directory of root that holds apt's candidate of
-// pkg unpacked, downloading and unpacking it if needed. updated says
+// pkg unpacked, downloading and unpacking it if needed; known, if not
+// nil, is that candidate as apt-cache gave it already. updated says
 // apt-get update has run already; if it has not, a failure that fresh
 // package lists may cure runs it (as root) and tries once more.
-func (f *Fetcher) cached(ctx context.Context, root, pkg string, updated bool) (string, candidate, error) {
-	c, err := f.candidate(ctx, pkg)
+func (f *Fetcher) cached(ctx context.Context, root, pkg string, known *candidate, updated bool) (string, candidate, error) {
+	var c candidate
+	var err error
+	if known != nil {
+		c = *known
+	} else {
+		c, err = f.candidate(ctx, pkg)
+	}
 	if errors.Is(err, errNoLists) && !updated {
 		if err := f.update(ctx, err); err != nil {
 			return "", candidate{}, err
 		}
-		return f.cached(ctx, root, pkg, true)
+		return f.cached(ctx, root, pkg, nil, true)
 	}
 	if err != nil {
 		return "", candidate{}, err
@@ -208,7 +232,7 @@ func (f *Fetcher) cached(ctx context.Context, root, pkg string, updated bool) (s
 		if err := f.update(ctx, err); err != nil {
 			return "", candidate{}, err
 		}
-		return f.cached(ctx, root, pkg, true)
+		return f.cached(ctx, root, pkg, nil, true)
 	}
 	return dir, c, err
 }

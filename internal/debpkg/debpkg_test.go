@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/debpkg"
+	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
 // TestRefused: names that are not a Debian package or not a path inside
@@ -78,9 +79,9 @@ func TestFindOnPATH(t *testing.T) {
 
 // TestFetchPrometheus downloads and unpacks Debian's prometheus into an
 // empty cache from four goroutines at once, which must all get the one
-// tree, then again from a warm cache; the program runs and says the
-// package's upstream version. It needs Debian's package mirror: where it
-// is unreachable the test fails, saying so.
+// tree, then again from a warm cache, which takes no lock; the program
+// runs and says the package's upstream version. It needs Debian's
+// package mirror: where it is unreachable the test fails, saying so.
 func TestFetchPrometheus(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -110,10 +111,32 @@ func TestFetchPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	start = time.Now()
-	warm, err := f.Fetch(ctx, "prometheus", "usr/bin/prometheus")
+	// A warm Fetch takes no lock: it returns while another holds it.
+	held, err := flock.TryLock(filepath.Join(f.Root, ".lock"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer held.Close()
+	start = time.Now()
+	type result struct {
+		p   debpkg.Program
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := f.Fetch(ctx, "prometheus", "usr/bin/prometheus")
+		done <- result{p, err}
+	}()
+	var warm debpkg.Program
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		warm = r.p
+	case <-time.After(time.Minute):
+		held.Close()
+		t.Fatalf("a warm Fetch waited a minute for the cache's lock; then: %+v", <-done)
 	}
 	t.Logf("warm: %v", time.Since(start))
 	if warm != p {

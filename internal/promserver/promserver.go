@@ -103,20 +103,23 @@ func Binary(ctx context.Context) (debpkg.Program, error) {
 }
 
 // StartTest starts Prometheus for the test t, scraping jobs, in a
-// directory of t.TempDir(), with Binary; it logs the program and its
-// version, and fails t if Prometheus cannot be had or does not start.
+// directory of t.TempDir(), with Binary; it logs the program, its
+// version and how long finding and starting it took, and fails t if
+// Prometheus cannot be had or does not start.
 // When t ends, Prometheus is stopped, and its output logged if t failed.
 func StartTest(t testing.TB, jobs ...Job) *Server {
 	t.Helper()
+	begin := time.Now()
 	prog, err := Binary(t.Context())
 	if err != nil {
 		t.Fatalf("Debian's prometheus package: %v", err)
 	}
-	t.Logf("prometheus: %s", prog)
+	found := time.Now()
 	s, err := Start(t.Context(), prog.Path, t.TempDir(), jobs...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("prometheus: %s, found in %v, ready %v later at %s", prog, found.Sub(begin).Round(time.Millisecond), time.Since(found).Round(time.Millisecond), s.URL)
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
