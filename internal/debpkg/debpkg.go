@@ -75,8 +75,8 @@ type Program struct {
 	// Path is the program's absolute path.
 	Path string
 	// Package is the Debian package it comes from; Version that
-	// package's version, "" for a program on PATH that dpkg does not
-	// know as Package's.
+	// package's version, "" for a program on PATH that is not the file
+	// of Package as dpkg installed it.
 	Package, Version string
 	// FromPATH says the program was found on PATH rather than fetched.
 	FromPATH bool
@@ -116,14 +116,21 @@ func Find(ctx context.Context, pkg, file string) (Program, error) {
 		if p, err = filepath.Abs(p); err != nil {
 			return Program{}, err
 		}
-		return Program{Path: p, Package: pkg, Version: installedVersion(ctx, pkg), FromPATH: true}, nil
+		return Program{Path: p, Package: pkg, Version: installedVersion(ctx, pkg, file, p), FromPATH: true}, nil
 	}
 	return (&Fetcher{}).Fetch(ctx, pkg, file)
 }
 
-// installedVersion returns the version of pkg that dpkg has installed,
-// or "" when it has none.
-func installedVersion(ctx context.Context, pkg string) string {
+// installedVersion returns the version of pkg that dpkg has installed if
+// the program p is that package's file, /FILE; else "".
+func installedVersion(ctx context.Context, pkg, file, p string) string {
+	fp, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	if fi, err := os.Stat("/" + file); err != nil || !os.SameFile(fi, fp) {
+		return ""
+	}
 	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", pkg).Output()
 	if v, ok := strings.CutPrefix(string(out), "installed "); err == nil && ok {
 		return v

@@ -56,9 +56,19 @@ func TestRootNotPrivate(t *testing.T) {
 	}
 }
 
-// TestFindOnPATH: a program of the file's name on PATH is used as it is;
-// without apt on PATH, Fetch fails saying it needs apt.
+// TestFindOnPATH: a program of the file's name on PATH is used as it is,
+// with the version dpkg installed if it is the package's file; without
+// apt on PATH, Fetch fails saying it needs apt.
 func TestFindOnPATH(t *testing.T) {
+	want, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "coreutils").Output()
+	if err != nil {
+		t.Fatalf("dpkg-query coreutils: %v", err)
+	}
+	ls, err := debpkg.Find(context.Background(), "coreutils", "usr/bin/ls")
+	if err != nil || !ls.FromPATH || ls.Version != string(want) {
+		t.Errorf("Find(coreutils, usr/bin/ls) = %+v, %v; want ls on PATH at version %s", ls, err, want)
+	}
+
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bankdoor-debpkg-probe"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
