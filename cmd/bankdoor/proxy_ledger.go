@@ -158,7 +158,11 @@ func (v *evidence) start(e *env) error {
 		e.printf("created log key %s for the embedded ledger (origin %s); its verifier key is in %s",
 			v.keyPath, v.origin, v.keyPath+ledger.VerifierKeySuffix)
 	}
-	return v.dbError(v.st.Start())
+	err := v.st.Start()
+	if err != nil && v.db == "" { // a remote ledger: the lock is in the receipts directory
+		return hint(err, receiptsHint)
+	}
+	return v.dbError(err)
 }
 
 // raced closes the station if *err is not nil, and replaces *err with

@@ -221,7 +221,7 @@ func (s *Station) Ledger() *ledger.Log {
 }
 
 // Start creates the embedded ledger's file if it is missing (and its
-// directory), and holds the ledger if no other process does, or stands by.
+// directory), or with a remote ledger the receipts directory, and holds the ledger if no other process does, or stands by.
 // It fails only if this station cannot hold the ledger for a reason other
 // than another holder: the ledger file is another log's, or damaged.
 func (s *Station) Start() error {
@@ -257,6 +257,11 @@ var errHeldElsewhere = errors.New("another process holds the ledger")
 // tryHold takes what makes this station the holder, without waiting.
 func (s *Station) tryHold() (*holding, error) {
 	if s.cfg.Remote != nil {
+		// The lock lives in the receipts directory, which a gateway
+		// creates only at its first agent's first session.
+		if err := os.MkdirAll(s.cfg.Receipts, 0o700); err != nil {
+			return nil, fmt.Errorf("create the receipts directory: %w", err)
+		}
 		f, err := flock.TryLock(filepath.Join(s.cfg.Receipts, ShipLockName))
 		if errors.Is(err, flock.ErrLocked) {
 			return nil, errHeldElsewhere
