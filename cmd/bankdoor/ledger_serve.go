@@ -50,6 +50,7 @@ type serveFlags struct {
 	authReads                            bool
 	witnesses                            witnessFlags
 	metrics                              metricsFlags
+	events                               eventsFlag
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -65,6 +66,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs and the tlog-tiles API (/checkpoint, /tile/) too, not only for Append and AddCosignature (GET /healthz stays open)")
 	f.witnesses.register(fs)
 	f.metrics.register(fs)
+	f.events.register(fs)
 }
 
 // serveConfig is what the flags name, loaded and checked before the
@@ -77,6 +79,7 @@ type serveConfig struct {
 	agents    *rpc.Directory
 	auth      *rpc.Auth
 	tls       *tls.Config // nil: plain HTTP
+	events    *eventSink  // --events; nil without
 }
 
 func (f *serveFlags) load() (*serveConfig, error) {
@@ -177,7 +180,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT] [--events FILE|-]")
 	var f serveFlags
 	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
@@ -203,6 +206,10 @@ func cmdLedgerServe(e *env, args []string) int {
 		return exitErr(e, exitUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	if cfg.events, err = f.events.open(e.stdout, logger); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	defer cfg.events.close() // after the log is closed: its last commits are queued
 	s, err := startLedger(e, logger, &f, cfg)
 	if err != nil {
 		return exitErr(e, exitFailure, err)
@@ -233,7 +240,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	}
 	_, err = os.Stat(f.db)
 	existed := err == nil
-	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger}
+	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger, Committed: cfg.events.committed()}
 	var mx *metrics.Ledger
 	var handlerOpts []connect.HandlerOption
 	if f.metrics.reg != nil {

@@ -23,7 +23,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]] [--metrics-addr HOST:PORT]")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]] [--metrics-addr HOST:PORT] [--events FILE|-]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -37,6 +37,8 @@ func cmdProxy(e *env, args []string) int {
 	sf.register(fs.FlagSet)
 	var mf metricsFlags
 	mf.register(fs.FlagSet)
+	var evf eventsFlag
+	evf.register(fs.FlagSet)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -46,6 +48,11 @@ func cmdProxy(e *env, args []string) int {
 	}
 	if len(pos) > 0 {
 		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. -- bankmcp"))
+	}
+	if sf.addr == "" {
+		if err := evf.checkStdio(); err != nil {
+			return exitErr(e, exitUsage, err)
+		}
 	}
 	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check, mf.check} {
 		if err := check(); err != nil {
@@ -67,6 +74,10 @@ func cmdProxy(e *env, args []string) int {
 		logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv}
 	c.metrics = mf.newProxyMetrics(p, *server, lf.client == nil)
 	lf.embedded = c.metrics.hooks
+	if c.events, err = evf.open(e.stdout, c.logger); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	defer c.events.close()
 	if sf.addr != "" {
 		return serveAgents(e, &agentsConfig{proxyConfig: *c, serve: &sf})
 	}
@@ -85,6 +96,7 @@ type proxyConfig struct {
 	down     *downFlags
 	argv     []string
 	metrics  *proxyMetrics // nil without --metrics-addr
+	events   *eventSink    // --events; nil without
 }
 
 // proxyStdio relays one agent on stdin and stdout. Everything that can
@@ -114,7 +126,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
+	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Durable: c.events.durable(), Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
 	r := proxy.New(proxy.Config{
 		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
 		Logger: c.logger, MaxFrame: c.maxFrame, Observer: c.metrics.observer(),

@@ -311,7 +311,7 @@ func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", agent, err)
 	}
-	r := &proxy.ReceiptRecorder{W: w, Notify: written, Server: a.c.server, PolicyID: a.c.policy.ID, PolicySHA256: a.c.policy.SHA256}
+	r := &proxy.ReceiptRecorder{W: w, Notify: written, Durable: a.c.events.durable(), Server: a.c.server, PolicyID: a.c.policy.ID, PolicySHA256: a.c.policy.SHA256}
 	a.open[agent] = r
 	return r, nil
 }
