@@ -30,6 +30,7 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
+	"github.com/bankdoor/bankdoor/proxy"
 )
 
 // Argument values of the calls in TestE2EEvents: none may appear in an
@@ -326,5 +327,44 @@ func TestE2EEventsReaderGone(t *testing.T) {
 	}
 	if !strings.Contains(out, "dropped_total=3") {
 		t.Errorf("ledger serve did not count the 3 lost events:\n%s", out)
+	}
+}
+
+// TestE2EEventsListen: with --listen, one stream carries every agent's
+// receipts; key_id tells whose chain (and receipts directory) a line is of.
+func TestE2EEventsListen(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.fixture()
+	tokens, toks := agentTokens(t)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	p := startListening(t, w, f, "--agent-tokens", tokens, "--events", events)
+	clients := map[string]*http.Client{}
+	for agent, tok := range toks {
+		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
+	}
+	readAndBeDenied(t, p, f, clients) // stops the proxy: the stream is written
+	dirOf := map[string]string{}      // key_id -> the agent's receipts directory
+	for agent := range toks {
+		dir := filepath.Join(w.receipts, agent)
+		rc, err := mcptest.ReadReceipt(dir, receipt.FileName(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirOf[rc.KeyID] = dir
+	}
+	lines, objs := eventFileLines(t, events)
+	if len(lines) != 4 {
+		t.Fatalf("%d event lines, want 4 (2 denies of each agent):\n%s", len(lines), bytes.Join(lines, nil))
+	}
+	seen := map[string]bool{}
+	for i, obj := range objs {
+		keyID, _ := jsonobj.String(obj.Get("key_id"))
+		file, _ := jsonobj.String(obj.Get("file"))
+		if dirOf[keyID] == "" || seen[keyID+file] {
+			t.Fatalf("line %s: key_id of no agent, or a receipt twice", lines[i])
+		}
+		seen[keyID+file] = true
+		checkEventLine(t, dirOf[keyID], lines[i], obj, -1)
 	}
 }
