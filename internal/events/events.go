@@ -26,9 +26,9 @@
 // args_sha256, decision, key_id, policy_id, policy_sha256, prev, reason,
 // rule, seq, server, sig, time, tool, v) exactly as the file has them,
 // then file, index (ledger only) and receipt_sha256. The receipt file
-// is the line up to the `,"file":` that ends its members, plus "}";
-// its SHA-256 is receipt_sha256 and its signature checks as the
-// receipt package says. A line is UTF-8 and holds no line feed but its
+// is the line up to its first `,"file":` (never inside a string, where a
+// quotation mark is always escaped), plus "}"; its SHA-256 is
+// receipt_sha256 and its signature checks as the receipt package says. A line is UTF-8 and holds no line feed but its
 // last byte: JSON escapes control characters inside strings. Like a
 // receipt, a line never holds an argument value, only the argument
 // names (arg_names) and the SHA-256 of the arguments (args_sha256).
