@@ -198,19 +198,11 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 
 // committed takes on the durable commit of b, which made the tree st:
 // its leaves join the pending leaf index before the checkpoint covering
-// them is published, and Options.Committed hears of them after.
+// them is published.
 func (l *Log) committed(b *batchState, st treeState) {
 	l.index.committed(b.flush, b.added, l.size)
-	first := l.size
 	l.rng, l.size = st.rng, st.size
 	l.publish(published{note: st.note, size: st.size, at: time.Now()})
-	if l.opts.Committed != nil {
-		files := make([][]byte, len(b.added))
-		for i, it := range b.added {
-			files[i] = it.data
-		}
-		l.opts.Committed(first, files)
-	}
 }
 
 // writeCheckpoint signs and stores the checkpoint for rng.

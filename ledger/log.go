@@ -69,12 +69,6 @@ type Options struct {
 	// LockWait is how long Open waits for another process to close the
 	// file: 0 means about a second, a negative value not at all.
 	LockWait time.Duration
-	// Committed, if set, is called by the committer after each commit
-	// that added receipts, once it is durable: files are the receipt
-	// files it added, at leaf indexes first, first+1, ... It must not
-	// block (it holds up the next commit) and must not keep files after it
-	// returns.
-	Committed func(first uint64, files [][]byte)
 }
 
 // A Commit is one durable transaction of the committer (see

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/events"
+	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
@@ -81,12 +82,18 @@ func (k *eventSink) durable() func(*receipt.Receipt, [32]byte) {
 	return k.stream.Receipt
 }
 
-// committed is the ledger.Options.Committed of the sink, nil for none.
-func (k *eventSink) committed() func(uint64, [][]byte) {
+// onCommit returns a ledger.Options.OnCommit that calls next (if not
+// nil) and then queues the commit's lines; without --events it is next.
+func (k *eventSink) onCommit(next func(ledger.Commit)) func(ledger.Commit) {
 	if k == nil {
-		return nil
+		return next
 	}
-	return k.stream.Committed
+	return func(c ledger.Commit) {
+		if next != nil {
+			next(c)
+		}
+		k.stream.Committed(c.First, c.Entries)
+	}
 }
 
 // close writes what is queued, waiting at most eventsCloseWait, and

@@ -240,7 +240,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	}
 	_, err = os.Stat(f.db)
 	existed := err == nil
-	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger, Committed: cfg.events.committed()}
+	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger}
 	var mx *metrics.Ledger
 	var handlerOpts []connect.HandlerOption
 	if f.metrics.reg != nil {
@@ -248,6 +248,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		opts.OnCommit = mx.Committed
 		handlerOpts = append(handlerOpts, connect.WithInterceptors(mx.Interceptor()))
 	}
+	opts.OnCommit = cfg.events.onCommit(opts.OnCommit)
 	l, err := ledger.Open(f.db, opts)
 	if err != nil {
 		ln.Close()

@@ -195,8 +195,8 @@ func (s *Stream) Receipt(r *receipt.Receipt, sum [32]byte) {
 }
 
 // Committed queues the lines of receipt files a ledger committed at leaf
-// indexes first, first+1, ... It copies files and never blocks; its type
-// is that of ledger.Options.Committed.
+// indexes first, first+1, ... (a ledger.Commit's First and Entries). It
+// copies files and never blocks.
 func (s *Stream) Committed(first uint64, files [][]byte) {
 	for i, f := range files {
 		s.add(item{file: bytes.Clone(f), index: first + uint64(i), indexed: true})

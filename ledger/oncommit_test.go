@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestCommittedHook: Options.Committed hears of every receipt the log
-// adds, with its index, once, after the checkpoint covering it is
-// published; a re-sent receipt (stored already) and a refused one are
-// not reported.
-func TestCommittedHook(t *testing.T) {
+// TestOnCommit: Options.OnCommit hears of every receipt the log adds,
+// with its index, once, after the checkpoint covering it is published; a
+// re-sent receipt (stored already) and a refused one are not reported.
+// The event stream (ledger serve --events) relies on all three.
+func TestOnCommit(t *testing.T) {
 	t.Parallel()
 	a, b := newAgent(1), newAgent(2)
 	tl := openTestLog(t, 0, a, b)
@@ -18,14 +18,14 @@ func TestCommittedHook(t *testing.T) {
 	got := map[uint64][]byte{}
 	var sizes []uint64 // the log's size when the hook ran
 	tl.Close()
-	tl.opts.Committed = func(first uint64, files [][]byte) {
+	tl.opts.OnCommit = func(c Commit) {
 		mu.Lock()
 		defer mu.Unlock()
-		for i, f := range files {
-			if _, dup := got[first+uint64(i)]; dup {
-				t.Errorf("index %d reported twice", first+uint64(i))
+		for i, f := range c.Entries {
+			if _, dup := got[c.First+uint64(i)]; dup {
+				t.Errorf("index %d reported twice", c.First+uint64(i))
 			}
-			got[first+uint64(i)] = bytes.Clone(f)
+			got[c.First+uint64(i)] = bytes.Clone(f)
 		}
 		sizes = append(sizes, tl.Size())
 	}
