@@ -37,7 +37,7 @@ func TestOnCommit(t *testing.T) {
 		want = append(want, batch...)
 	}
 	tl.mustAppend(t, want[0], want[1]) // stored already
-	a.Next(t) // never appended: the next one does not extend a's chain
+	a.Next(t)                          // never appended: the next one does not extend a's chain
 	if _, err := tl.Append(t.Context(), [][]byte{a.Next(t)}); err == nil {
 		t.Fatal("a receipt out of its chain was accepted")
 	}
