@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/events"
+	"github.com/bankdoor/bankdoor/internal/metrics"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
@@ -72,6 +73,13 @@ func (f *eventsFlag) open(stdout io.Writer, logger *slog.Logger) (*eventSink, er
 	}
 	k.stream = events.New(w, events.Options{Logger: logger})
 	return k, nil
+}
+
+// count registers the stream's lost lines with reg, if both exist.
+func (k *eventSink) count(reg *metrics.Registry) {
+	if k != nil && reg != nil {
+		reg.EventsDropped(k.stream.Dropped)
+	}
 }
 
 // durable is the proxy.ReceiptRecorder.Durable of the sink, nil for none.

@@ -210,6 +210,7 @@ func cmdLedgerServe(e *env, args []string) int {
 		return exitErr(e, exitFailure, err)
 	}
 	defer cfg.events.close() // after the log is closed: its last commits are queued
+	cfg.events.count(f.metrics.reg)
 	s, err := startLedger(e, logger, &f, cfg)
 	if err != nil {
 		return exitErr(e, exitFailure, err)

@@ -78,6 +78,7 @@ func cmdProxy(e *env, args []string) int {
 		return exitErr(e, exitFailure, err)
 	}
 	defer c.events.close()
+	c.events.count(mf.reg)
 	if sf.addr != "" {
 		return serveAgents(e, &agentsConfig{proxyConfig: *c, serve: &sf})
 	}

@@ -17,6 +17,7 @@
 //	bankdoor_receipt_write_seconds                 histogram time to make a receipt durable (file and directory synced)
 //	bankdoor_spool_backlog_receipts{key_id}        gauge     receipts written and not yet confirmed by the ledger, per agent key, in the process that ships them
 //	bankdoor_sessions_open{agent}                  gauge     --listen: open MCP sessions per authenticated agent
+//	bankdoor_events_dropped_total                  counter   --events: lines lost (queue full, write failed); also of ledger serve
 //
 // Of a ledger (ledger serve, and a proxy's embedded ledger while its
 // process holds it):

@@ -74,6 +74,7 @@ func TestHandlerServesExposition(t *testing.T) {
 	r.Proxy(nil).Decided("deny", "tool.not_allowed", "x", 0)
 	r.Sessions(func() map[string]int { return map[string]int{"alice": 2, "bob": 1} })
 	r.Backlog(func() map[string]uint64 { return map[string]uint64{"0123456789abcdef": 7} })
+	r.EventsDropped(func() uint64 { return 3 })
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -87,6 +88,7 @@ func TestHandlerServesExposition(t *testing.T) {
 		`bankdoor_sessions_open{agent="alice"} 2`,
 		`bankdoor_sessions_open{agent="bob"} 1`,
 		`bankdoor_spool_backlog_receipts{key_id="0123456789abcdef"} 7`,
+		"bankdoor_events_dropped_total 3",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(string(b), want) {

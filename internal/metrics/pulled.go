@@ -43,6 +43,15 @@ func (r *Registry) Backlog(backlog func() map[string]uint64) {
 	})
 }
 
+// EventsDropped registers bankdoor_events_dropped_total, read from
+// dropped (the --events lines lost, e.g. events.Stream.Dropped).
+func (r *Registry) EventsDropped(dropped func() uint64) {
+	r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "bankdoor_events_dropped_total",
+		Help: "Lines of the --events stream lost (queue full or write failed); the receipts themselves are on disk.",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 func floats[N int | uint64](m map[string]N) map[string]float64 {
 	f := make(map[string]float64, len(m))
 	for k, v := range m {
