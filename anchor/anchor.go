@@ -118,6 +118,10 @@ type Options struct {
 	Interval time.Duration
 	Clock    Clock        // nil means the system clock
 	Logger   *slog.Logger // nil means slog.Default()
+	// OnResult, if set, is called after each attempt to have a witness
+	// cosign a checkpoint of size size, with its error (see
+	// FailureReason) or nil. It must return quickly.
+	OnResult func(witness string, size uint64, err error)
 }
 
 // Clock is the time the Anchorer keeps Interval and RetryInterval by. The
@@ -212,7 +216,40 @@ func (a *Anchorer) anchorEach(ctx context.Context, c *checkpoint, ws []*tlogwitn
 		wg.Go(func() { errs[i] = a.anchorTo(ctx, w, c) })
 	}
 	wg.Wait()
+	if a.opts.OnResult != nil {
+		for i, w := range ws {
+			a.opts.OnResult(w.Name(), c.Size, errs[i])
+		}
+	}
 	return errs
+}
+
+// FailureReason names the kind of an anchoring error, one of a fixed set
+// fit for a metric's label: "rollback" (ErrPossibleRollback), "stale"
+// (ErrStale), "interval" (ErrInterval), "conflict" (the witness answered
+// 409), "unavailable" (tlogwitness.ErrUnavailable), "unknown_log",
+// "log_key", "bad_request", "inconsistent", "refused" (the witness's
+// other refusals), "canceled", and "other".
+func FailureReason(err error) string {
+	var conflict *tlogwitness.ConflictError
+	for _, k := range []struct {
+		err    error
+		reason string
+	}{
+		{ErrPossibleRollback, "rollback"}, {ErrStale, "stale"}, {ErrInterval, "interval"},
+		{tlogwitness.ErrUnavailable, "unavailable"}, {tlogwitness.ErrUnknownLog, "unknown_log"},
+		{tlogwitness.ErrLogKey, "log_key"}, {tlogwitness.ErrBadRequest, "bad_request"},
+		{tlogwitness.ErrInconsistent, "inconsistent"}, {tlogwitness.ErrRefused, "refused"},
+		{context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.reason
+		}
+	}
+	if errors.As(err, &conflict) {
+		return "conflict"
+	}
+	return "other"
 }
 
 // parse verifies the log's signature and keeps only it on the note.

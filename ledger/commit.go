@@ -143,8 +143,17 @@ func (l *Log) commit(batch []*request) {
 		l.stats.commits.Add(1)
 		l.stats.receipts.Add(uint64(len(b.added)))
 		l.stats.prepare.Add(int64(prepared))
-		l.stats.total.Add(int64(time.Since(start)))
+		took := time.Since(start)
+		l.stats.total.Add(int64(took))
+		first := l.size
 		l.committed(b, st)
+		if l.opts.OnCommit != nil {
+			entries := make([][]byte, len(b.added))
+			for i, it := range b.added {
+				entries[i] = it.data
+			}
+			l.opts.OnCommit(Commit{First: first, Entries: entries, Took: took})
+		}
 	}
 	for i, r := range batch {
 		r.done <- results[i]
@@ -193,7 +202,7 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 func (l *Log) committed(b *batchState, st treeState) {
 	l.index.committed(b.flush, b.added, l.size)
 	l.rng, l.size = st.rng, st.size
-	l.publish(published{note: st.note, size: st.size})
+	l.publish(published{note: st.note, size: st.size, at: time.Now()})
 }
 
 // writeCheckpoint signs and stores the checkpoint for rng.

@@ -61,9 +61,22 @@ type Options struct {
 	// package doc); for measurements that compare the two.
 	NoLinger bool
 	Logger   *slog.Logger // commit failures are logged here; nil discards
+	// OnCommit, if set, is called by the committer after each commit that
+	// added receipts, once they are durable and the checkpoint covering
+	// them is published, before the Append calls are answered. It must
+	// return quickly and must not modify the Commit's entries.
+	OnCommit func(Commit)
 	// LockWait is how long Open waits for another process to close the
 	// file: 0 means about a second, a negative value not at all.
 	LockWait time.Duration
+}
+
+// A Commit is one durable transaction of the committer (see
+// Options.OnCommit).
+type Commit struct {
+	First   uint64        // the leaf index of Entries[0]
+	Entries [][]byte      // the receipts it added, in leaf order
+	Took    time.Duration // from the start of the transaction until it was durable
 }
 
 // Head is the last receipt the log holds for one agent key.
@@ -142,6 +155,7 @@ func (l *Log) Stats() Stats {
 type published struct {
 	note []byte
 	size uint64
+	at   time.Time // when it was signed, or loaded by Open
 }
 
 var hasher = rfc6962.DefaultHasher
@@ -254,7 +268,7 @@ func (l *Log) load(tx store.Tx) error {
 	if l.index, err = loadLeafIndex(tx, st.size, l.indexLag); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
-	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size}
+	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size, at: time.Now()}
 	return nil
 }
 
@@ -278,7 +292,7 @@ func (l *Log) create(tx store.Tx) error {
 			return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 		}
 	}
-	l.rng, l.size, l.cp = rangeFactory().NewEmptyRange(0), 0, published{note: cp, size: 0}
+	l.rng, l.size, l.cp = rangeFactory().NewEmptyRange(0), 0, published{note: cp, size: 0, at: time.Now()}
 	l.index = &leafIndexer{pending: newPendingLeaves(), lag: l.indexLag}
 	return nil
 }
@@ -315,6 +329,15 @@ func (l *Log) Size() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cp.size
+}
+
+// CheckpointTime returns when the latest checkpoint was signed, or, if
+// none was signed since Open, when Open loaded it (a checkpoint holds no
+// time of its own).
+func (l *Log) CheckpointTime() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cp.at
 }
 
 // publish makes cp the latest checkpoint and wakes the watchers.

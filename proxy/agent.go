@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,6 +48,7 @@ type denial struct {
 	tool       string
 	argNames   []string
 	argsSHA256 string
+	read       time.Time // when the request was read; zero if unknown
 }
 
 // toolCall is a tools/call that passed checks 1 to 4 and waits for its turn.
@@ -84,8 +86,10 @@ func (r *Relay) agentLoop(ctx context.Context) error {
 
 // handleFrame parses one frame and routes it by its method.
 func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
+	read := time.Now()
 	f, dn := parseFrame(raw)
 	if dn != nil {
+		dn.read = read
 		// An invalid request is answered even without an id (JSON-RPC 2.0 §5:
 		// the id is null when it could not be detected).
 		id := jsontext.Value(nullJSON)
@@ -95,6 +99,7 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 		r.deny(id, raw, dn)
 		return
 	}
+	f.read = read
 	if f.isResponse() {
 		r.agentResponse(ctx, f)
 		return
@@ -106,18 +111,18 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 	info, known := clientMethods[f.method]
 	switch {
 	case !known:
-		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown",
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown", read: read,
 			reason: fmt.Sprintf("method %q is not relayed by bankdoor", truncate(f.method, 128))})
 		return
 	case info.route == routeToolsCall:
 		r.toolsCall(f)
 		return
 	case !jsontext.Value(f.raw).IsValid():
-		r.denyTraced(f.trace, orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse",
+		r.denyTraced(f.trace, orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse", read: read,
 			reason: "message has invalid UTF-8 or a lone surrogate"})
 		return
 	case info.route == routeFeature && !r.exposes(info.feature):
-		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed",
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed", read: read,
 			reason: fmt.Sprintf("method %q needs %q in the server's expose list of the policy", f.method, info.feature)})
 		return
 	}
@@ -146,7 +151,8 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 	if !r.reserve(f) {
 		return
 	}
-	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), evidence: denial{argsSHA256: sha256Hex(f.raw)}, trace: f.trace}
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), read: f.read,
+		evidence: denial{argsSHA256: sha256Hex(f.raw), read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
 		f.trace.fail("server_gone")
@@ -163,7 +169,7 @@ func (r *Relay) reserve(f *frame) bool {
 	}
 	r.mu.Unlock()
 	if busy {
-		r.denyTraced(f.trace, f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid",
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", read: f.read,
 			reason: "request id is already in use by an open request; use a new id"})
 	}
 	return !busy
@@ -182,11 +188,12 @@ func (r *Relay) toolsCall(f *frame) {
 	call, dn := r.parseToolsCall(f)
 	f.trace.setTool(call.Tool)
 	if dn != nil {
+		dn.read = f.read
 		r.denyTraced(f.trace, f.id, f.raw, dn)
 		return
 	}
 	if f.id == nil {
-		r.denyTraced(f.trace, nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool,
+		r.denyTraced(f.trace, nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool, read: f.read,
 			reason: "tools/call sent as a notification (no id)"})
 		return
 	}
@@ -194,7 +201,7 @@ func (r *Relay) toolsCall(f *frame) {
 	d := r.cfg.Gate.Precheck(call)
 	endSpan(gs)
 	if !d.Allow {
-		r.denyTraced(f.trace, f.id, f.raw, gateDenial(call, d))
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(f, call, d))
 		return
 	}
 	if !r.reserve(f) {
@@ -236,7 +243,7 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 		}
 		d := r.cfg.Gate.Decide(call) // for the argument evidence
 		r.release(f.id)
-		r.denyTraced(f.trace, f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256,
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read,
 			reason: fmt.Sprintf("the proxy could not list the server's tools to check the pin of %q: %v", truncate(call.Tool, 128), err)})
 		return
 	}
@@ -245,13 +252,14 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	endSpan(gs)
 	if !d.Allow {
 		r.release(f.id)
-		r.denyTraced(f.trace, f.id, f.raw, gateDenial(call, d))
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(f, call, d))
 		return
 	}
 	f.trace.allowed()
+	r.cfg.Observer.Decided("allow", "allow", call.Tool, time.Since(f.read))
 	if r.cfg.Policy.Receipts == "all" {
 		rs := f.trace.child("bankdoor.receipt.write")
-		_, err := r.cfg.Recorder.Record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
+		_, err := r.record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
 			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256})
 		endSpan(rs)
 		if err != nil {
@@ -267,8 +275,8 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	if tok != nil {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
-	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}),
-		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}, trace: f.trace}
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}), read: f.read,
+		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)
 		f.trace.fail("server_gone")
@@ -282,9 +290,9 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	r.prefetch(ctx)
 }
 
-// gateDenial is the denial of a call the gate refused.
-func gateDenial(call gate.Call, d gate.Decision) *denial {
-	return &denial{code: CodeDenied, rule: d.Rule, reason: d.Reason, tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256}
+// gateDenial is the denial of the call of f the gate refused.
+func gateDenial(f *frame, call gate.Call, d gate.Decision) *denial {
+	return &denial{code: CodeDenied, rule: d.Rule, reason: d.Reason, tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}
 }
 
 func (r *Relay) goneErr() error {
@@ -380,8 +388,13 @@ func (r *Relay) denyTraced(t *reqTrace, id jsontext.Value, raw []byte, dn *denia
 	if dn.argsSHA256 == "" {
 		dn.argsSHA256 = sha256Hex(raw)
 	}
+	var took time.Duration
+	if !dn.read.IsZero() {
+		took = time.Since(dn.read)
+	}
+	r.cfg.Observer.Decided("deny", dn.rule, dn.tool, took)
 	rs := t.child("bankdoor.receipt.write")
-	rid, err := r.cfg.Recorder.Record(Event{
+	rid, err := r.record(Event{
 		Decision: "deny", Tool: dn.tool, Rule: dn.rule, Reason: dn.reason,
 		ArgNames: dn.argNames, ArgsSHA256: dn.argsSHA256,
 	})
@@ -405,6 +418,15 @@ func (r *Relay) denyTraced(t *reqTrace, id jsontext.Value, raw []byte, dn *denia
 	}
 	msg := fmt.Sprintf("bankdoor denied %s: %s: %s (receipt %s)", what, dn.rule, dn.reason, rid)
 	r.replyError(id, dn.code, msg, map[string]string{"rule": dn.rule, "reason": dn.reason, "receipt": rid})
+}
+
+// record has the Recorder make ev's receipt durable and tells the
+// Observer how long that took.
+func (r *Relay) record(ev Event) (string, error) {
+	start := time.Now()
+	id, err := r.cfg.Recorder.Record(ev)
+	r.cfg.Observer.Recorded(ev.Decision, time.Since(start), err)
+	return id, err
 }
 
 func sha256Hex(b []byte) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -39,6 +40,7 @@ type frame struct {
 	result jsontext.Value
 	errVal jsontext.Value
 	trace  *reqTrace // its spans, if traced (trace.go)
+	read   time.Time // when the relay read it (set by handleFrame)
 }
 
 func (f *frame) isResponse() bool { return f.method == "" }

@@ -19,6 +19,10 @@ type ReceiptRecorder struct {
 	// Notify, if set, is called after each receipt is durable, e.g. to
 	// wake the spool that ships receipts to a ledger. It must not block.
 	Notify func()
+	// Durable, if set, is called after each receipt is durable with the
+	// receipt as signed and its receipt hash, e.g. to queue it for an
+	// event stream (package internal/events). It must not block.
+	Durable func(r *receipt.Receipt, sum [32]byte)
 }
 
 // Record writes the event's receipt; it is durable when Record returns.
@@ -27,7 +31,7 @@ func (rr *ReceiptRecorder) Record(ev Event) (string, error) {
 	if names == nil {
 		names = []string{}
 	}
-	name, _, err := rr.W.Write(&receipt.Receipt{
+	r := &receipt.Receipt{
 		V:            1,
 		Decision:     ev.Decision,
 		Server:       rr.Server,
@@ -38,9 +42,16 @@ func (rr *ReceiptRecorder) Record(ev Event) (string, error) {
 		ArgsSHA256:   ev.ArgsSHA256,
 		PolicyID:     rr.PolicyID,
 		PolicySHA256: rr.PolicySHA256,
-	})
-	if err == nil && rr.Notify != nil {
+	}
+	name, sum, err := rr.W.Write(r)
+	if err != nil {
+		return name, err
+	}
+	if rr.Notify != nil {
 		rr.Notify()
 	}
-	return name, err
+	if rr.Durable != nil {
+		rr.Durable(r, sum)
+	}
+	return name, nil
 }

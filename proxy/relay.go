@@ -57,6 +57,9 @@ type Config struct {
 	// Tracer, if set, traces every agent request (see trace.go); nil
 	// means no tracing, at no cost.
 	Tracer trace.Tracer
+	// Observer is told of each decision, answer and receipt write; nil
+	// tells no one.
+	Observer Observer
 }
 
 // Relay relays one MCP session between an agent and a bank server.
@@ -117,6 +120,7 @@ type pending struct {
 	// tool and arguments as the gate saw them, or the request's raw bytes.
 	evidence denial
 	trace    *reqTrace // the agent's request's spans; nil if not traced
+	read     time.Time // when the agent's request was read; zero for the relay's own
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -134,6 +138,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 	}
 	if cfg.ListTimeout <= 0 {
 		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	r := &Relay{
 		cfg:        cfg,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -48,6 +49,7 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		r.denyTraced(p.trace, p.agentID, nil, dn)
 		return
 	}
+	defer func() { r.cfg.Observer.Answered(p.method, time.Since(p.read)) }()
 	if m.Error != nil {
 		r.replyWireError(p.agentID, m.Error)
 		return

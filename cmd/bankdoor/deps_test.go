@@ -17,10 +17,12 @@ const modulePath = "github.com/bankdoor/bankdoor/"
 var harness = []string{
 	modulePath + "internal/report",
 	modulePath + "internal/attacks",
+	modulePath + "internal/debpkg",
 	modulePath + "internal/fleet",
 	modulePath + "internal/mcptest",
 	modulePath + "internal/omniwitness",
 	modulePath + "internal/perf",
+	modulePath + "internal/promserver",
 	modulePath + "internal/scratchlog",
 	modulePath + "internal/stripemcp",
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
+	"github.com/bankdoor/bankdoor/internal/metrics"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	"github.com/bankdoor/bankdoor/ledger/tiles"
@@ -48,6 +49,8 @@ type serveFlags struct {
 	tlsCert, tlsKey, clientCA, tokenFile string
 	authReads                            bool
 	witnesses                            witnessFlags
+	metrics                              metricsFlags
+	events                               eventsFlag
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -62,6 +65,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
 	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs and the tlog-tiles API (/checkpoint, /tile/) too, not only for Append and AddCosignature (GET /healthz stays open)")
 	f.witnesses.register(fs)
+	f.metrics.register(fs)
+	f.events.register(fs)
 }
 
 // serveConfig is what the flags name, loaded and checked before the
@@ -74,6 +79,7 @@ type serveConfig struct {
 	agents    *rpc.Directory
 	auth      *rpc.Auth
 	tls       *tls.Config      // nil: plain HTTP
+	events    *eventSink       // --events; nil without
 	rpcOpts   []connect.Option // the Connect handler's extra options (tracing)
 }
 
@@ -175,7 +181,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT] [--events FILE|-]")
 	var f serveFlags
 	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
@@ -187,6 +193,9 @@ func cmdLedgerServe(e *env, args []string) int {
 	}
 	if !required(fs, "db", "addr", "log-key", "origin", "agents") {
 		return exitUsage
+	}
+	if err := f.metrics.check(); err != nil {
+		return exitErr(e, exitUsage, err)
 	}
 	// Signals are caught from here on, so none is lost once the ledger
 	// is open.
@@ -206,6 +215,11 @@ func cmdLedgerServe(e *env, args []string) int {
 	if cfg.rpcOpts, err = connectTracing(tp); err != nil {
 		return exitErr(e, exitFailure, err)
 	}
+	if cfg.events, err = f.events.open(e.stdout, logger); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	defer cfg.events.close() // after the log is closed: its last commits are queued
+	cfg.events.count(f.metrics.reg)
 	s, err := startLedger(e, logger, &f, cfg)
 	if err != nil {
 		return exitErr(e, exitFailure, err)
@@ -222,7 +236,8 @@ type ledgerServer struct {
 	http   *http.Server
 	done   chan error // Serve's result
 
-	anchor *anchor.Loop
+	anchor      *anchor.Loop
+	stopMetrics func()
 }
 
 // startLedger listens on --addr, then opens (or creates) the ledger file,
@@ -235,7 +250,16 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	}
 	_, err = os.Stat(f.db)
 	existed := err == nil
-	l, err := ledger.Open(f.db, ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger})
+	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger}
+	var mx *metrics.Ledger
+	var handlerOpts []connect.HandlerOption
+	if f.metrics.reg != nil {
+		mx = f.metrics.reg.Ledger()
+		opts.OnCommit = mx.Committed
+		handlerOpts = append(handlerOpts, connect.WithInterceptors(mx.Interceptor()))
+	}
+	opts.OnCommit = cfg.events.onCommit(opts.OnCommit)
+	l, err := ledger.Open(f.db, opts)
 	if err != nil {
 		ln.Close()
 		return nil, dbError(f.db, existed, err)
@@ -249,13 +273,23 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	for _, w := range cfg.witnesses {
 		w.Logger = logger
 	}
-	if s.anchor, err = anchor.StartLoop(anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
-		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}, l.Watch); err != nil {
+	aopts := anchor.Options{Log: l, LogKey: cfg.logKey, Store: l.CosignatureStore(),
+		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}
+	if mx != nil {
+		aopts.OnResult = mx.Anchored
+		var names []string
+		for _, w := range cfg.witnesses {
+			names = append(names, w.Name())
+		}
+		mx.Watch(func() *ledger.Log { return l }, names)
+	}
+	if s.anchor, err = anchor.StartLoop(aopts, l.Watch); err != nil {
 		l.Close()
 		ln.Close()
 		return nil, fmt.Errorf("--witness: %w", err)
 	}
-	s.http = newHTTPServer(s.svc, tiles.Handler(cosignedLog{l, cfg.logKey}, logger), cfg, logger)
+	s.stopMetrics = f.metrics.serve(e, logger)
+	s.http = newHTTPServer(s.svc, tiles.Handler(cosignedLog{l, cfg.logKey}, logger), cfg, logger, handlerOpts...)
 	scheme := "http"
 	if cfg.tls != nil {
 		scheme = "https"
@@ -275,9 +309,9 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 // newHTTPServer serves the Connect service, the tlog-tiles read API
 // (tileAPI, at /checkpoint and under /tile/, behind the same auth as the
 // read RPCs) and GET /healthz.
-func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger) *http.Server {
+func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger, opts ...connect.HandlerOption) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler(cfg.auth, handlerOptions(cfg.rpcOpts)...))
+	mux.Handle(svc.Handler(cfg.auth, append(opts, handlerOptions(cfg.rpcOpts)...)...))
 	tileAPI = cfg.auth.Middleware(tileAPI)
 	mux.Handle("/checkpoint", tileAPI)
 	mux.Handle("/tile/", tileAPI)
@@ -328,6 +362,7 @@ func (s *ledgerServer) run(sigs <-chan os.Signal) int {
 		case err := <-s.done:
 			s.logger.Error("server failed", "err", err)
 			s.anchor.Stop()
+			s.stopMetrics()
 			s.log.Close()
 			return exitFailure
 		case sig := <-sigs:
@@ -367,6 +402,7 @@ func (s *ledgerServer) shutdown() int {
 		code = exitFailure
 	}
 	s.anchor.Stop()
+	s.stopMetrics()
 	size := s.log.Size()
 	if err := s.log.Close(); err != nil {
 		s.logger.Error("closing the ledger", "err", err)

@@ -25,7 +25,7 @@ import (
 var defaultReceipts = filepath.Join(".bankdoor", "receipts")
 
 func cmdProxy(e *env, args []string) int {
-	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]]")
+	fs := newFlags(e, "proxy", "proxy --policy P --server S [--receipts DIR] [--ledger URL | --ledger-db PATH [--witness URL --witness-key VKEY]...] {-- CMD ARGS... | --url URL [--url-ca PEM] [--header 'N: v']... [--header-env N=ENVVAR]...} [--listen HOST:PORT [--agent-tokens FILE] [--listen-cert FILE --listen-key FILE [--agent-ca FILE]]] [--metrics-addr HOST:PORT] [--events FILE|-]")
 	policyPath := fs.String("policy", "", "policy file (required)")
 	server := fs.String("server", "", "name of the server in the policy (required)")
 	receipts := fs.String("receipts", defaultReceipts, "receipts directory; must be writable at start")
@@ -37,6 +37,10 @@ func cmdProxy(e *env, args []string) int {
 	df.register(fs.FlagSet)
 	var sf listenFlags
 	sf.register(fs.FlagSet)
+	var mf metricsFlags
+	mf.register(fs.FlagSet)
+	var evf eventsFlag
+	evf.register(fs.FlagSet)
 	pos, argv, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -56,7 +60,12 @@ func cmdProxy(e *env, args []string) int {
 	if lf.clientOpts, err = connectTracing(tp); err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check} {
+	if sf.addr == "" {
+		if err := evf.checkStdio(); err != nil {
+			return exitErr(e, exitUsage, err)
+		}
+	}
+	for _, check := range []func() error{func() error { return df.check(argv, os.Getenv) }, lf.check, sf.check, mf.check} {
 		if err := check(); err != nil {
 			return exitErr(e, exitUsage, err)
 		}
@@ -74,6 +83,13 @@ func cmdProxy(e *env, args []string) int {
 	}
 	c := &proxyConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
 		logger: logger, ledger: &lf, down: &df, argv: argv, tracer: proxyTracer(tp)}
+	c.metrics = mf.newProxyMetrics(p, *server, lf.client == nil)
+	lf.embedded = c.metrics.hooks
+	if c.events, err = evf.open(e.stdout, c.logger); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
+	defer c.events.close()
+	c.events.count(mf.reg)
 	if sf.addr != "" {
 		return serveAgents(e, &agentsConfig{proxyConfig: *c, serve: &sf})
 	}
@@ -91,7 +107,9 @@ type proxyConfig struct {
 	ledger   *ledgerFlags
 	down     *downFlags
 	argv     []string
-	tracer   trace.Tracer // nil: no tracing
+	tracer   trace.Tracer  // nil: no tracing
+	metrics  *proxyMetrics // nil without --metrics-addr
+	events   *eventSink    // --events; nil without
 }
 
 // proxyStdio relays one agent on stdin and stdout. Everything that can
@@ -113,6 +131,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 		return exitErr(e, exitFailure, err)
 	}
 	defer ev.st.Close() // after the relay: see package ledger/station
+	defer c.serveMetrics(e, ev)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -120,10 +139,10 @@ func proxyStdio(e *env, c *proxyConfig) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
+	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Durable: c.events.durable(), Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
 	r := proxy.New(proxy.Config{
 		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
-		Logger: c.logger, MaxFrame: c.maxFrame, Tracer: c.tracer,
+		Logger: c.logger, MaxFrame: c.maxFrame, Observer: c.metrics.observer(), Tracer: c.tracer,
 	}, conn)
 	if err := r.Run(ctx, e.stdin, e.stdout); err != nil {
 		return exitErr(e, exitFailure, err)

@@ -40,6 +40,9 @@ type ledgerFlags struct {
 	// clientOpts are added to the client's options (tracing), if any.
 	clientOpts []connect.Option
 	anchorTo   []*tlogwitness.Client // set by check: the embedded ledger's witnesses
+	// embedded, if set, adds to the embedded ledger's configuration
+	// (metrics hooks) before openEvidence opens it.
+	embedded func(*station.Embedded)
 }
 
 func (f *ledgerFlags) register(fs *flag.FlagSet) {
@@ -127,6 +130,9 @@ func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger 
 			logger.Info("anchoring the embedded ledger's checkpoints to witness", "witness", w.Name(), "url", f.witnesses.urls[i])
 		}
 	}
+	if f.embedded != nil {
+		f.embedded(e)
+	}
 	cfg.Embedded = e
 	if _, err := os.Stat(v.db); err == nil {
 		v.existed = true
@@ -155,7 +161,11 @@ func (v *evidence) start(e *env) error {
 		e.printf("created log key %s for the embedded ledger (origin %s); its verifier key is in %s",
 			v.keyPath, v.origin, v.keyPath+ledger.VerifierKeySuffix)
 	}
-	return v.dbError(v.st.Start())
+	err := v.st.Start()
+	if err != nil && v.db == "" { // a remote ledger: the lock is in the receipts directory
+		return hint(err, receiptsHint)
+	}
+	return v.dbError(err)
 }
 
 // raced closes the station if *err is not nil, and replaces *err with

@@ -195,6 +195,7 @@ func serveAgents(e *env, c *agentsConfig) int {
 	}
 	defer ev.st.Close() // after the sessions: see package ledger/station
 	defer ln.Close()    // in case of an early return; Serve closes it too
+	defer c.serveMetrics(e, ev)()
 	agents := &agentRecorders{e: e, c: c, home: home, st: ev.st, open: map[string]*proxy.ReceiptRecorder{}}
 	scheme := "http"
 	if c.serve.tls != nil {
@@ -208,8 +209,9 @@ func serveAgents(e *env, c *agentsConfig) int {
 		Tokens: tokens, OAuth: verifier, ClientCerts: c.serve.agentCA != "", Origins: append([]string{scheme + "://" + ln.Addr().String()}, c.serve.origins...),
 		MaxBody: int64(c.maxFrame), BodyTimeout: c.serve.bodyWait, IdleTimeout: c.serve.idle,
 		MaxSessions: c.serve.maxSess, MaxBankSessions: c.serve.maxBank, MaxRequests: c.serve.maxReqs,
-		Logger: c.logger, Start: agents.session, Recorder: agents.recorder,
+		Logger: c.logger, Start: agents.session, Recorder: agents.recorder, Observer: c.metrics.observer(),
 	})
+	c.metrics.sessions(srv.Sessions)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
 	if verifier != nil {
@@ -309,7 +311,7 @@ func (a *agentRecorders) get(agent string) (*proxy.ReceiptRecorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", agent, err)
 	}
-	r := &proxy.ReceiptRecorder{W: w, Notify: written, Server: a.c.server, PolicyID: a.c.policy.ID, PolicySHA256: a.c.policy.SHA256}
+	r := &proxy.ReceiptRecorder{W: w, Notify: written, Durable: a.c.events.durable(), Server: a.c.server, PolicyID: a.c.policy.ID, PolicySHA256: a.c.policy.SHA256}
 	a.open[agent] = r
 	return r, nil
 }
@@ -351,7 +353,7 @@ func (a *agentRecorders) session(ctx context.Context, agent string, side proxy.A
 	}
 	r := proxy.New(proxy.Config{
 		Policy: a.c.policy, Server: a.c.server, Gate: gate.New(a.c.policy), Recorder: rec,
-		Logger: a.c.logger.With("agent", agent), MaxFrame: a.c.maxFrame, Tracer: a.c.tracer,
+		Logger: a.c.logger.With("agent", agent), MaxFrame: a.c.maxFrame, Observer: a.c.metrics.observer(), Tracer: a.c.tracer,
 	}, conn)
 	return r.RunAgent(ctx, side)
 }

@@ -43,5 +43,8 @@ func (c *Child) Stop() {
 	<-c.exited
 }
 
+// Exited is closed once the process has exited.
+func (c *Child) Exited() <-chan struct{} { return c.exited }
+
 // PID is the process's id.
 func (c *Child) PID() int { return c.Cmd.Process.Pid }

@@ -87,6 +87,7 @@ func Claims(r *Report) []Claim {
 		latencyClaim(r),
 		httpLatencyClaim(r),
 		denyLatencyClaim(r),
+		metricsCostClaim(r),
 		procsClaim(r),
 		takeoverClaim(r),
 		appendClaim(r),
@@ -224,6 +225,26 @@ func costClaim(r *Report, prefix string, c Claim) Claim {
 	c.Status = StatusMeasured
 	c.Figure = fmt.Sprintf("p50 %s direct, %s proxied (%.2fx); p99 %s direct, %s proxied (%.2fx)",
 		num(d.Dist.P50, d.Unit), num(p.Dist.P50, p.Unit), q50.Value, num(d.Dist.P99, d.Unit), num(p.Dist.P99, p.Unit), q99.Value)
+	return c
+}
+
+// metricsCostClaim compares the proxied read and the deny with and
+// without --metrics-addr (issue 18's goal: within 3%).
+func metricsCostClaim(r *Report) Claim {
+	c := Claim{ID: "metrics-cost", Evidence: "m-latency-metrics-ratio-proxied",
+		Text: "Serving metrics (--metrics-addr) moves the proxied read's and the deny's p50 by at most 3% (same run)"}
+	p, ok1 := find(r.Measurements, "latency-metrics-ratio-proxied")
+	d, ok2 := find(r.Measurements, "latency-metrics-ratio-deny")
+	if !ok1 || !ok2 {
+		c.Status, c.Figure = "not measured: latency-metrics rows missing", "-"
+		return c
+	}
+	side := "within 3%"
+	if p.Value > 1.03 || d.Value > 1.03 {
+		side = "more than 3% slower"
+	}
+	c.Status = StatusMeasured
+	c.Figure = fmt.Sprintf("proxied %.3fx, deny %.3fx with metrics; %s", p.Value, d.Value, side)
 	return c
 }
 

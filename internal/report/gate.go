@@ -226,6 +226,8 @@ func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart
 		{id: "latency-direct", name: "direct: allowed read, no proxy", open: stdio(b.fixture("latency-direct", "").Command()), params: read},
 		{id: "latency-proxied", name: "proxied: allowed read through the gate", open: stdio(b.proxy(b.fixture("latency-proxied", ""), receipts("proxied")).Command()), params: read},
 		{id: "latency-deny", name: "deny: transfer refused, receipt fsynced", open: stdio(b.proxy(b.fixture("latency-deny", ""), receipts("deny")).Command()), params: write, denied: true},
+		{id: "latency-proxied-metrics", name: "proxied with --metrics-addr: allowed read through the gate, metrics served", open: stdio(b.metricsProxy(b.fixture("latency-proxied-metrics", ""), receipts("proxied-metrics")).Command()), params: read},
+		{id: "latency-deny-metrics", name: "deny with --metrics-addr: transfer refused, receipt fsynced, metrics served", open: stdio(b.metricsProxy(b.fixture("latency-deny-metrics", ""), receipts("deny-metrics")).Command()), params: write, denied: true},
 		{id: "latency-http-direct", name: "HTTP direct: allowed read, streamable HTTP to the fixture, no proxy", open: overHTTP(hs.direct.URL, ""), params: read},
 		{id: "latency-http-proxied", name: "HTTP proxied: allowed read through proxy --listen (bearer token), the fixture behind it over --url", open: overHTTP(hs.proxy.URL, hs.token), params: read},
 		{id: "latency-http-deny", name: "HTTP deny: transfer refused by proxy --listen, receipt fsynced", open: overHTTP(hs.proxy.URL, hs.token), params: write, denied: true},
@@ -242,9 +244,24 @@ func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart
 	}
 	ms = append(ms, rows[:3]...)
 	ms = append(ms, ratios("latency", "proxied / direct", rows[0], rows[1])...)
-	ms = append(ms, rows[3:]...)
-	ms = append(ms, ratios("latency-http", "HTTP proxied / HTTP direct", rows[3], rows[4])...)
+	ms = append(ms, rows[3:5]...)
+	ms = append(ms, metricsRatio("latency-metrics-ratio-proxied", "proxied with / without --metrics-addr at p50, same run", rows[1], rows[3]),
+		metricsRatio("latency-metrics-ratio-deny", "deny with / without --metrics-addr at p50, same run", rows[2], rows[4]))
+	ms = append(ms, rows[5:]...)
+	ms = append(ms, ratios("latency-http", "HTTP proxied / HTTP direct", rows[5], rows[6])...)
 	return ms, chart, nil
+}
+
+// metricsProxy is proxy with --metrics-addr on a free loopback port.
+func (b *Bench) metricsProxy(f mcptest.Fixture, receipts string) mcptest.Proxy {
+	p := b.proxy(f, receipts)
+	p.Flags = append(p.Flags, "--metrics-addr", "127.0.0.1:0")
+	return p
+}
+
+// metricsRatio is the row ID: the p50 of with over the p50 of without.
+func metricsRatio(id, what string, without, with Measurement) Measurement {
+	return Measurement{ID: id, Section: "latency", What: what, Status: StatusMeasured, Unit: "x", N: with.N, Value: with.Dist.P50 / without.Dist.P50}
 }
 
 // ratios returns the rows PREFIX-ratio-p50, -p95 and -p99: proxied over

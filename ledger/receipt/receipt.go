@@ -198,6 +198,17 @@ func (r *Receipt) sigError() error {
 	return fmt.Errorf("%w with key_id %s", ErrSignature, r.KeyID)
 }
 
+// Marshal returns the receipt file of the signed receipt r: the bytes
+// Sign returned when it signed r (Sign and Writer.Write leave r as
+// signed), or the bytes Parse read r from. It fails if r is not in the
+// form Parse accepts.
+func (r *Receipt) Marshal() ([]byte, error) {
+	if err := r.check(true); err != nil {
+		return nil, fmt.Errorf("encode receipt: %w", err)
+	}
+	return r.encode(true)
+}
+
 // encode returns the JCS canonical JSON of r, with or without member sig.
 func (r *Receipt) encode(withSig bool) ([]byte, error) {
 	str := jsontext.String

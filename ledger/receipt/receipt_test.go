@@ -294,3 +294,33 @@ func replaceSigRaw(file, raw string) string {
 	_, after, _ := strings.Cut(rest, `"`)
 	return before + `"sig":` + raw + after
 }
+
+// TestMarshal: a receipt as Sign leaves it, or as Parse reads it,
+// marshals to its file; an unsigned one does not marshal.
+func TestMarshal(t *testing.T) {
+	r := exampleReceipts(t)[0]
+	file, err := Sign(r, testKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Receipt{r, mustParse(t, file)} {
+		got, err := c.Marshal()
+		if err != nil || !bytes.Equal(got, file) {
+			t.Fatalf("Marshal = %s, %v; want %s", got, err, file)
+		}
+	}
+	unsigned := *r
+	unsigned.Sig = nil
+	if b, err := unsigned.Marshal(); err == nil {
+		t.Fatalf("unsigned receipt marshalled to %s", b)
+	}
+}
+
+func mustParse(t *testing.T, b []byte) *Receipt {
+	t.Helper()
+	r, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -224,6 +224,15 @@ func (w *Writer) Write(r *Receipt) (name string, sum [32]byte, err error) {
 	return name, sum, err
 }
 
+// Seq returns the seq of the directory's head as this Writer last saw
+// it: the receipt it last wrote, or a later one another Writer wrote
+// before its last Write; 0 if none.
+func (w *Writer) Seq() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
 // write is Write under the lock.
 func (w *Writer) write(r *Receipt) (string, [32]byte, error) {
 	var sum [32]byte

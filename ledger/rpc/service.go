@@ -61,16 +61,14 @@ const CompressMinBytes = 1024
 // service with the Connect, gRPC and gRPC-Web protocols, behind auth's
 // checks (nil: none). An Append message may be MaxRequestBytes long on the
 // wire, any other request MaxReadRequestBytes. opts are added to the
-// handler's own (an interceptor that traces the calls, for example).
+// handlers' options (interceptors for metrics or traces).
 func (s *Service) Handler(auth *Auth, opts ...connect.HandlerOption) (string, http.Handler) {
 	if auth == nil {
 		auth = &Auth{}
 	}
 	small := connect.WithCompressMinBytes(CompressMinBytes)
-	appendOpts := append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes), small}, opts...)
-	readOpts := append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxReadRequestBytes), small}, opts...)
-	path, appendH := ledgerv1connect.NewLedgerServiceHandler(s, appendOpts...)
-	_, readH := ledgerv1connect.NewLedgerServiceHandler(s, readOpts...)
+	path, appendH := ledgerv1connect.NewLedgerServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes), small}, opts...)...)
+	_, readH := ledgerv1connect.NewLedgerServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxReadRequestBytes), small}, opts...)...)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == ledgerv1connect.LedgerServiceAppendProcedure {
 			appendH.ServeHTTP(w, r)

@@ -96,6 +96,7 @@ type Shipper struct {
 	notify chan struct{}
 
 	shipped atomic.Uint64 // seq of the last receipt the ledger confirmed
+	seen    atomic.Uint64 // the highest seq known to be in the directory
 
 	mu       sync.Mutex // one pass at a time; guards the fields below
 	synced   bool       // next is the ledger's head + 1
@@ -154,9 +155,38 @@ func (s *Shipper) Notify() {
 	}
 }
 
+// Written tells the Shipper that the receipt seq is durable in the
+// directory, and wakes it as Notify does. It never blocks.
+func (s *Shipper) Written(seq uint64) {
+	raise(&s.seen, seq)
+	s.Notify()
+}
+
 // Shipped returns the seq of the last receipt the ledger has confirmed
 // holding, 0 before the first sync or if it holds none.
 func (s *Shipper) Shipped() uint64 { return s.shipped.Load() }
+
+// Backlog returns how many receipts the Shipper knows to be in the
+// directory and not yet confirmed by the ledger: those it has read or
+// was told of (Written) and, once synced, those the directory held then.
+// Receipts written by other processes count once a pass has read them.
+func (s *Shipper) Backlog() uint64 {
+	seen, shipped := s.seen.Load(), s.shipped.Load()
+	if seen <= shipped {
+		return 0
+	}
+	return seen - shipped
+}
+
+// raise sets v to n if n is larger.
+func raise(v *atomic.Uint64, n uint64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
 
 // Run ships receipts until ctx is done, waking on Notify and every Poll,
 // and retrying with backoff while the ledger is unavailable. When ctx is
@@ -278,6 +308,7 @@ func (s *Shipper) sync(ctx context.Context) error {
 	}
 	s.next, s.lastSeen, s.synced = h.Seq+1, last, true
 	s.shipped.Store(h.Seq)
+	raise(&s.seen, last)
 	s.log.Debug("ledger head", "seq", h.Seq)
 	return nil
 }
@@ -337,6 +368,7 @@ func (s *Shipper) batch() ([][]byte, error) {
 			break
 		}
 		batch, size = append(batch, b), size+len(b)
+		raise(&s.seen, seq)
 	}
 	return batch, nil
 }

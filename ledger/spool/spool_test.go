@@ -545,3 +545,32 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklog: receipts the writer reports (Written) count in the backlog
+// while the ledger is down, which is when an operator needs the figure,
+// and the backlog drains to zero once the ledger has them.
+func TestBacklog(t *testing.T) {
+	c := newChain(t)
+	l := newMemLedger(c.pub())
+	l.setDown(errors.New("connection refused"))
+	s := c.shipper(l, nil)
+	if got := s.Backlog(); got != 0 {
+		t.Fatalf("Backlog() = %d before anything was written", got)
+	}
+	stop := run(t, s)
+	for i := range 4 {
+		c.write(1)
+		s.Written(uint64(i + 1))
+	}
+	if got := s.Backlog(); got != 4 {
+		t.Errorf("Backlog() = %d while the ledger is down, want 4", got)
+	}
+	l.setDown(nil)
+	waitShipped(t, s, 4)
+	if got := s.Backlog(); got != 0 {
+		t.Errorf("Backlog() = %d once shipped, want 0", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

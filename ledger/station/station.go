@@ -74,6 +74,8 @@ type Embedded struct {
 	// two add-checkpoint requests to one witness; 0: no budget.
 	WitnessInterval time.Duration
 	FinalAnchor     time.Duration // bounds the last anchoring at Close; 0: DefaultFinalAnchor
+	// OnAnchor is anchor.Options.OnResult.
+	OnAnchor func(witness string, size uint64, err error)
 }
 
 // A Station is one process's share of a receipts directory's evidence;
@@ -107,6 +109,7 @@ type holding struct {
 
 // shipping is a running Shipper.
 type shipping struct {
+	keyID  string
 	sh     *spool.Shipper
 	cancel context.CancelFunc
 	done   chan error
@@ -176,22 +179,49 @@ func (s *Station) Chain(dir string, key ed25519.PrivateKey) (w *receipt.Writer, 
 	if s.held != nil && s.started {
 		s.ship(Chain{dir, pub})
 	}
-	return w, func() { s.notify(dir) }, nil
+	return w, func() { s.notify(dir, w.Seq()) }, nil
 }
 
-// notify wakes the shipper of dir, if this station holds the ledger.
-func (s *Station) notify(dir string) {
+// notify tells the shipper of dir, if this station holds the ledger,
+// that receipt seq is durable.
+func (s *Station) notify(dir string, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held != nil {
 		if sh := s.held.ships[dir]; sh != nil {
-			sh.sh.Notify()
+			sh.sh.Written(seq)
 		}
 	}
 }
 
+// Backlog returns, while this station holds the ledger, the receipts of
+// each chain it ships (by key_id) not yet in the ledger (see
+// spool.Shipper.Backlog); nil while it stands by.
+func (s *Station) Backlog() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		return nil
+	}
+	b := make(map[string]uint64, len(s.held.ships))
+	for _, p := range s.held.ships {
+		b[p.keyID] += p.sh.Backlog()
+	}
+	return b
+}
+
+// Ledger returns the embedded ledger while this station holds it, else nil.
+func (s *Station) Ledger() *ledger.Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		return nil
+	}
+	return s.held.log
+}
+
 // Start creates the embedded ledger's file if it is missing (and its
-// directory), and holds the ledger if no other process does, or stands by.
+// directory), or with a remote ledger the receipts directory, and holds the ledger if no other process does, or stands by.
 // It fails only if this station cannot hold the ledger for a reason other
 // than another holder: the ledger file is another log's, or damaged.
 func (s *Station) Start() error {
@@ -227,6 +257,11 @@ var errHeldElsewhere = errors.New("another process holds the ledger")
 // tryHold takes what makes this station the holder, without waiting.
 func (s *Station) tryHold() (*holding, error) {
 	if s.cfg.Remote != nil {
+		// The lock lives in the receipts directory, which a gateway
+		// creates only at its first agent's first session.
+		if err := os.MkdirAll(s.cfg.Receipts, 0o700); err != nil {
+			return nil, fmt.Errorf("create the receipts directory: %w", err)
+		}
 		f, err := flock.TryLock(filepath.Join(s.cfg.Receipts, ShipLockName))
 		if errors.Is(err, flock.ErrLocked) {
 			return nil, errHeldElsewhere
@@ -258,7 +293,7 @@ func (s *Station) hold() {
 	if e := s.cfg.Embedded; e != nil {
 		var err error
 		h.loop, err = anchor.StartLoop(anchor.Options{Log: h.log, LogKey: e.LogKey, Store: h.log.CosignatureStore(),
-			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Interval: e.WitnessInterval, Logger: s.log}, h.log.Watch)
+			Witnesses: e.Witnesses, RetryInterval: orDefault(e.AnchorRetry, DefaultAnchorRetry), Interval: e.WitnessInterval, Logger: s.log, OnResult: e.OnAnchor}, h.log.Watch)
 		if err != nil { // Witnesses with one name twice: the caller checks that
 			s.log.Error("the embedded ledger's checkpoints are not anchored", "err", err)
 		}
@@ -308,7 +343,7 @@ func (s *Station) ship(c Chain) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &shipping{sh: sh, cancel: cancel, done: make(chan error, 1)}
+	p := &shipping{keyID: cfg.KeyID, sh: sh, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- sh.Run(ctx) }()
 	h.ships[dir] = p
 }

@@ -253,10 +253,17 @@ func (s *Server) recordRefusal(agent, rule string, ev proxy.Event, herr *httpErr
 	if s.cfg.Recorder == nil {
 		return
 	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Decided(ev.Decision, ev.Rule, ev.Tool, 0)
+	}
 	rec, err := s.cfg.Recorder(agent)
 	var id string
 	if err == nil {
+		start := time.Now()
 		id, err = rec.Record(ev)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.Recorded(ev.Decision, time.Since(start), err)
+		}
 	}
 	if err != nil {
 		s.cfg.Logger.Error("recording a refusal", "agent", agent, "rule", rule, "err", err)
@@ -265,4 +272,18 @@ func (s *Server) recordRefusal(agent, rule string, ev proxy.Event, herr *httpErr
 		return
 	}
 	herr.msg = fmt.Sprintf("%s: %s (receipt %s)", rule, herr.msg, id)
+}
+
+// Sessions returns the number of open sessions of each agent that has
+// one, for metrics.
+func (s *Server) Sessions() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := make(map[string]int)
+	for _, ss := range s.sessions {
+		if !ss.isClosing() {
+			n[ss.agent]++
+		}
+	}
+	return n
 }

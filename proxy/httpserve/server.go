@@ -58,6 +58,9 @@ type Config struct {
 	// with its own downstream session, until side reports io.EOF.
 	Start  func(ctx context.Context, agent string, side proxy.AgentSide) error
 	Logger *slog.Logger
+	// Observer, if set, is told of the refusals recorded outside a
+	// session, as a proxy.Relay tells its own (see proxy.Observer).
+	Observer proxy.Observer
 }
 
 // Server serves agents over MCP streamable HTTP (see the package doc).
