@@ -88,7 +88,10 @@ type Relay struct {
 	serverReqs map[string]jsonrpc.ID // server requests relayed to the agent, by our id
 	// gen counts the events after which a listing is stale: a forwarded
 	// tools/call answered, notifications/tools/list_changed received.
-	gen       uint64
+	gen uint64
+	// answering counts the agent's requests the server has answered
+	// whose answers are not written yet: drain waits for them too.
+	answering int
 	handshake bool  // the agent sent initialize
 	gone      error // why the server is gone, once it is
 	stopped   error // why the relay stopped, once it has: nothing more is forwarded
@@ -378,14 +381,20 @@ const drainTimeout = 10 * time.Second
 // drain waits until the agent has no open request (queued calls included),
 // the server is gone, or drainTimeout passes, so an agent that writes its
 // requests and closes its input still gets every answer.
+// unanswered counts the agent's requests whose answers are not written:
+// open (queued, or sent to the server) or being written.
+func (r *Relay) unanswered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.open) + r.answering
+}
+
 func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
 	deadline := time.After(drainTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		r.mu.Lock()
-		open := len(r.open)
-		r.mu.Unlock()
+		open := r.unanswered()
 		if open == 0 {
 			return
 		}

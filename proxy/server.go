@@ -26,6 +26,7 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		delete(r.pending, id)
 		if p.agentID != nil {
 			delete(r.open, string(p.agentID))
+			r.answering++ // until its answer is written: see drain
 		}
 		if p.answered != nil {
 			r.gen++ // a listing from before this answer decides nothing more
@@ -35,6 +36,13 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 	if !ok || p == nil {
 		r.log.Warn("dropping a response from the bank server to no open request", "id", m.ID.Raw())
 		return
+	}
+	if p.agentID != nil {
+		defer func() {
+			r.mu.Lock()
+			r.answering--
+			r.mu.Unlock()
+		}()
 	}
 	if p.done != nil {
 		p.done <- m
