@@ -204,11 +204,13 @@ func oneLine(s string, n int) string {
 // Latency times calls tools/call of each case with the SDK client: an
 // allowed read straight to the fixture, the same read through the proxy,
 // and a denied transfer through the proxy (its receipt fsynced before the
-// answer), first over stdio, then over streamable HTTP on 127.0.0.1 (the
-// fixture's --http, and proxy --listen as an agent with a bearer token in
-// front of another fixture over --url). The six sessions run side by side
-// and the calls are interleaved (direct, proxied, deny, HTTP direct, ...),
-// so a change in the machine's load hits all alike. It returns the
+// answer), the read and the deny again through a proxy serving metrics
+// (--metrics-addr), then over streamable HTTP on 127.0.0.1 (the fixture's
+// --http, and proxy --listen as an agent with a bearer token in front of
+// another fixture over --url). The eight sessions run side by side and
+// the calls are interleaved (direct, proxied, deny, ..., each round
+// starting one case later), so a change in the machine's load hits all
+// alike. It returns the
 // distributions in µs, the ratios proxied/direct of each transport and
 // the chart series.
 func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart []Series, err error) {
@@ -398,9 +400,12 @@ func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err erro
 			}
 		}
 	}()
+	// Each round starts one case later, so that every case follows each
+	// other equally often: a call right after a deny (its fsync) or a
+	// slow call does not always slow the same case.
 	for i := 0; err == nil && i < n+10; i++ {
-		for _, c := range cases {
-			if err = c.call(ctx, i >= 10); err != nil {
+		for j := range cases {
+			if err = cases[(i+j)%len(cases)].call(ctx, i >= 10); err != nil {
 				break
 			}
 		}
