@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"crypto/rand"
+	mrand "math/rand/v2"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -208,9 +209,8 @@ func oneLine(s string, n int) string {
 // (--metrics-addr), then over streamable HTTP on 127.0.0.1 (the fixture's
 // --http, and proxy --listen as an agent with a bearer token in front of
 // another fixture over --url). The eight sessions run side by side and
-// the calls are interleaved (direct, proxied, deny, ..., each round
-// starting one case later), so a change in the machine's load hits all
-// alike. It returns the
+// the calls are interleaved (each round takes every case once, in a
+// shuffled order), so a change in the machine's load hits all alike. It returns the
 // distributions in µs, the ratios proxied/direct of each transport and
 // the chart series.
 func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart []Series, err error) {
@@ -400,12 +400,16 @@ func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err erro
 			}
 		}
 	}()
-	// Each round starts one case later, so that every case follows each
-	// other equally often: a call right after a deny (its fsync) or a
-	// slow call does not always slow the same case.
+	// Each round takes the cases in a new order (a fixed seed, so runs
+	// repeat), so that no case always follows the same one: a call right
+	// after a deny (its fsync) is slower, and in a fixed order it would
+	// always be the same case's.
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	order := slices.Clone(cases)
 	for i := 0; err == nil && i < n+10; i++ {
-		for j := range cases {
-			if err = cases[(i+j)%len(cases)].call(ctx, i >= 10); err != nil {
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, c := range order {
+			if err = c.call(ctx, i >= 10); err != nil {
 				break
 			}
 		}
