@@ -3,11 +3,11 @@ package report
 import (
 	"context"
 	"crypto/rand"
-	mrand "math/rand/v2"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
