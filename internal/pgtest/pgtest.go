@@ -372,3 +372,37 @@ func run(cred *syscall.Credential, name string, args ...string) error {
 	}
 	return nil
 }
+
+// Shared is one Server for the tests of one test binary, started by the
+// first NewDB. Declare it in a _test.go file and call Stop from TestMain
+// after m.Run.
+type Shared struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Server returns the shared server, starting it first if need be; a
+// failure to start fails tb.
+func (sh *Shared) Server(tb testing.TB) *Server {
+	tb.Helper()
+	sh.once.Do(func() { sh.srv, sh.err = Start(tb.Logf) })
+	if sh.err != nil {
+		tb.Fatalf("starting the test PostgreSQL: %v", sh.err)
+	}
+	return sh.srv
+}
+
+// NewDB is Server(tb).NewDB(tb).
+func (sh *Shared) NewDB(tb testing.TB) DB {
+	tb.Helper()
+	return sh.Server(tb).NewDB(tb)
+}
+
+// Stop stops the server if it was started.
+func (sh *Shared) Stop() error {
+	if sh.srv == nil {
+		return nil
+	}
+	return sh.srv.Stop()
+}
