@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -87,6 +88,10 @@ func millionLog(b *testing.B) *testLog {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if million.tl != nil {
 		million.tl.Close()
 		os.RemoveAll(filepath.Dir(million.tl.path))
