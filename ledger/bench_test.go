@@ -113,12 +113,25 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendBackends measures group commit (BenchmarkAppend's
+// group-commit mode) and requests of 256 receipts (BenchmarkAppendRequest)
+// on each backend: a bbolt file and a PostgreSQL database (the test
+// binary's, on this machine, fsync on).
+func BenchmarkAppendBackends(b *testing.B) {
+	for _, be := range backends {
+		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0, false) })
+		b.Run(string(be)+"/request-256", func(b *testing.B) { benchAppendRequest(b, be) })
+	}
+}
+
 // BenchmarkAppendRequest measures one appender sending requests of 256
 // receipts, as the spool shipper and the RPC handler do.
-func BenchmarkAppendRequest(b *testing.B) {
+func BenchmarkAppendRequest(b *testing.B) { benchAppendRequest(b, onBolt) }
+
+func benchAppendRequest(b *testing.B, be backend) {
 	const per = 256
 	a := newAgent(1)
-	tl := openTestLog(b, 0, a)
+	tl := openTestLogOn(b, be, 0, a)
 	reqs := make([][][]byte, 0, b.N/per+1)
 	for i := 0; i < b.N; i += per {
 		reqs = append(reqs, a.Chain(b, min(per, b.N-i)))
@@ -134,11 +147,15 @@ func BenchmarkAppendRequest(b *testing.B) {
 }
 
 func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
+	benchAppendOn(b, onBolt, appenders, maxBatch, noLinger)
+}
+
+func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int, noLinger bool) {
 	agents := make([]*agent, appenders)
 	for i := range agents {
 		agents[i] = newAgent(i)
 	}
-	tl := openTestLog(b, maxBatch, agents...)
+	tl := openTestLogOn(b, be, maxBatch, agents...)
 	tl.Close() // every mode reopens, so that they differ only in the option
 	tl.opts.NoLinger = noLinger
 	tl.reopen(b)
