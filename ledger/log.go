@@ -90,7 +90,8 @@ type Head struct {
 	Index  uint64   // its leaf index
 }
 
-// Log is an append-only Merkle log of receipts in one bbolt file. Its
+// Log is an append-only Merkle log of receipts in one bbolt file or
+// PostgreSQL database. Its
 // methods are safe for concurrent use. All writes go through one committer
 // goroutine that groups concurrent Append requests into one durable
 // transaction and signs one checkpoint per transaction.

@@ -139,7 +139,10 @@ type Head struct {
 // (synced to stable storage) before it returns nil; if fn returns an
 // error, or the commit fails, nothing fn wrote is kept. View runs fn on a
 // consistent snapshot. Stores are safe for concurrent use; a backend may
-// serialise Update calls.
+// serialise Update calls. Postgres serialises them across processes too:
+// the Updates of every process on one database run one at a time, each
+// seeing everything the previous ones committed, so an Update can tell
+// whether another process wrote since (e.g. by meta "size").
 type Store interface {
 	View(fn func(Tx) error) error
 	Update(fn func(Tx) error) error
