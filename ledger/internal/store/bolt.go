@@ -203,6 +203,14 @@ func (t boltTx) Node(id compact.NodeID) ([]byte, error) {
 	return t.get(bucketNodes, NodeKey(id)), nil
 }
 
+func (t boltTx) Nodes(ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = t.get(bucketNodes, NodeKey(id))
+	}
+	return out, nil
+}
+
 func (t boltTx) PutNode(id compact.NodeID, h []byte) error {
 	return t.put(bucketNodes, NodeKey(id), h, fillAppend)
 }

@@ -479,6 +479,35 @@ func (t *pgTx) Node(id compact.NodeID) ([]byte, error) {
 	return t.getBytes("SELECT hash FROM ledger_nodes WHERE id = $1", nodeID(id))
 }
 
+func (t *pgTx) Nodes(ids []compact.NodeID) ([][]byte, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	keys := make([]int64, len(ids))
+	for i, id := range ids {
+		keys[i] = nodeID(id)
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT id, hash FROM ledger_nodes WHERE id = ANY($1)", keys)
+	if err != nil {
+		return nil, err
+	}
+	found := map[int64][]byte{}
+	var id int64
+	var h []byte
+	_, err = pgx.ForEachRow(rows, []any{&id, &h}, func() error {
+		found[id] = h
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ids))
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
+}
+
 func (t *pgTx) PutNode(id compact.NodeID, h []byte) error {
 	if err := t.writable(); err != nil {
 		return err

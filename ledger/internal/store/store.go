@@ -167,6 +167,10 @@ type Tx interface {
 	ForEachLeaf(fn func(leafHash []byte, index uint64) error) error
 
 	Node(id compact.NodeID) ([]byte, error)
+	// Nodes returns the hashes of ids, in order, nil for a missing one:
+	// Node of each, in one read where the backend can (a proof's or a
+	// tile's nodes).
+	Nodes(ids []compact.NodeID) ([][]byte, error)
 	PutNode(id compact.NodeID, hash []byte) error
 	ForEachNode(fn func(id compact.NodeID, hash []byte) error) error
 

@@ -138,6 +138,11 @@ func testRoundTrip(t *testing.T, s Store) {
 		if h, _ := tx.Node(compact.NewNodeID(0, 1)); !bytes.Equal(h, hash(9)) {
 			t.Errorf("Node(0,1) = %x", h)
 		}
+		ids := []compact.NodeID{{Level: 40, Index: 1 << 20}, {Level: 0, Index: 5}, {Level: 0, Index: 1}, {Level: 40, Index: 1 << 20}}
+		got, err := tx.Nodes(ids)
+		if diff := cmp.Diff([][]byte{hash(10), nil, hash(9), hash(10)}, got); err != nil || diff != "" {
+			t.Errorf("Nodes(%v): err %v, (-want +got):\n%s", ids, err, diff)
+		}
 		return nil
 	})
 }
