@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -127,4 +129,92 @@ func TestPostgresPages(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPostgresWriterLock: the Updates of two stores (two processes) on
+// one database run one at a time. B's Update waits, on the writer lock,
+// while A's is open, and then sees what A committed: B adds one to the
+// value A wrote.
+func TestPostgresWriterLock(t *testing.T) {
+	db := pg.NewDB(t)
+	a, b := openPostgres(t, db, false), openPostgres(t, db, false)
+	defer a.Close()
+	defer b.Close()
+	inA, release := make(chan struct{}), make(chan struct{})
+	releaseA := sync.OnceFunc(func() { close(release) })
+	defer releaseA() // before the Closes, which wait for A's connection
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.Update(func(tx Tx) error {
+			if err := tx.SetMeta("n", IndexKey(1)); err != nil {
+				return err
+			}
+			if err := tx.PutEntry(0, []byte("a")); err != nil { // sent now: the read below flushes
+				return err
+			}
+			if _, err := tx.Entry(0); err != nil {
+				return err
+			}
+			close(inA)
+			<-release
+			return nil
+		})
+	}()
+	<-inA
+	bDone := make(chan error, 1)
+	go func() {
+		bDone <- b.Update(func(tx Tx) error {
+			v, err := tx.Meta("n")
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				return errors.New("B's Update ran before A's committed")
+			}
+			n, err := ParseIndex(v)
+			if err != nil {
+				return err
+			}
+			return tx.SetMeta("n", IndexKey(n+1))
+		})
+	}()
+	waitLockWaiter(t, db)
+	releaseA()
+	if err := errors.Join(<-aDone, <-bDone); err != nil {
+		t.Fatal(err)
+	}
+	mustView(t, a, func(tx Tx) error {
+		if v, _ := tx.Meta("n"); string(v) != string(IndexKey(2)) {
+			t.Errorf("meta n = %x after both Updates, want 2", v)
+		}
+		return nil
+	})
+}
+
+// waitLockWaiter waits until a session of db waits for an advisory lock.
+func waitLockWaiter(t *testing.T, db pgtest.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, db.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for {
+		var n int
+		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+			WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()`).Scan(&n)
+		if err != nil {
+			t.Fatalf("no session waited for the writer lock: %v", err)
+		}
+		if n > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no session waited for the writer lock within a minute")
+		case <-time.After(5 * time.Millisecond): // polling a condition, not deciding a race
+		}
+	}
 }
