@@ -113,6 +113,9 @@ func (l *Log) commit(batch []*request) {
 	var prepared time.Duration
 	err := l.store.Update(func(tx store.Tx) error {
 		defer func() { prepared = time.Since(start) }()
+		if err := l.checkSole(tx); err != nil {
+			return err
+		}
 		b.tx = tx
 		for i, r := range batch {
 			results[i] = b.apply(r)
@@ -158,6 +161,30 @@ func (l *Log) commit(batch []*request) {
 	for i, r := range batch {
 		r.done <- results[i]
 	}
+}
+
+// errOtherWriter is wrapped by the ErrStorage error of an Append when
+// another process appended to the log's database since this Log read it
+// (see checkSole).
+var errOtherWriter = errors.New("another process appended to the log since this one opened it")
+
+// checkSole refuses a commit if the stored size is not the committer's:
+// another process has appended to the same PostgreSQL database. (A bbolt
+// file's lock keeps other processes out.) The committer keeps the tree's
+// compact range, size and pending leaf index in memory as the log's only
+// writer, so it must not write over another's leaves or sign a second
+// checkpoint for a size; the store's Update runs under the database's
+// writer lock, so the size read here stays the stored one until commit.
+func (l *Log) checkSole(tx store.Tx) error {
+	size, err := storedSize(tx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: read size: %w", ErrStorage, l.path, err)
+	}
+	if size != l.size {
+		return fmt.Errorf("%w: %s: %w (stored size %d, this process's %d); run one ledger server per database",
+			ErrStorage, l.path, errOtherWriter, size, l.size)
+	}
+	return nil
 }
 
 // write stores the accepted receipts of b, their nodes, the part of the

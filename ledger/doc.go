@@ -161,7 +161,10 @@
 // ledger/internal/store. Each commit is one transaction that holds the
 // database's writer lock (a PostgreSQL advisory lock) throughout. One Log
 // per database appends: the committer keeps the tree's compact range,
-// size and pending leaf index in memory, as the only writer.
+// size and pending leaf index in memory, as the only writer, so each
+// commit first checks, under that lock, that the stored size is the one
+// it knows, and fails (ErrStorage) if another process appended: it never
+// writes over another's leaves nor signs a second checkpoint of a size.
 //
 // # Errors
 //
