@@ -117,6 +117,9 @@ func (l *Log) commit(batch []*request) {
 			return err
 		}
 		b.tx = tx
+		if err := b.readHeads(batch); err != nil {
+			return err
+		}
 		for i, r := range batch {
 			results[i] = b.apply(r)
 			if errors.Is(results[i].err, ErrStorage) {
@@ -259,8 +262,29 @@ type batchState struct {
 	added   []item
 	heads   map[string]Head
 	leaves  map[[32]byte]uint64
-	pending *pendingLeaves // committed leaves the store's index may lack
-	flush   indexFlush     // what write put in the store's index
+	pending *pendingLeaves        // committed leaves the store's index may lack
+	flush   indexFlush            // what write put in the store's index
+	stored  map[string]store.Head // the stored heads of the batch's agents, read at once; nil: read each
+}
+
+// readHeads reads the stored heads of the agents of batch in one read.
+func (b *batchState) readHeads(batch []*request) error {
+	seen := map[string]bool{}
+	var ids []string
+	for _, r := range batch {
+		for _, it := range r.items {
+			if !seen[it.keyID] {
+				seen[it.keyID] = true
+				ids = append(ids, it.keyID)
+			}
+		}
+	}
+	heads, err := b.tx.Heads(ids)
+	if err != nil {
+		return fmt.Errorf("%w: read heads: %w", ErrStorage, err)
+	}
+	b.stored = heads
+	return nil
 }
 
 // apply checks req against the log as the earlier requests of the batch
@@ -341,6 +365,10 @@ func (b *batchState) head(s *batchState, keyID string) (Head, bool, error) {
 	}
 	if h, ok := b.heads[keyID]; ok {
 		return h, true, nil
+	}
+	if b.stored != nil {
+		h, ok := b.stored[keyID]
+		return Head(h), ok, nil
 	}
 	h, ok, err := b.tx.Head(keyID)
 	if err != nil {

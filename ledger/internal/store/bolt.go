@@ -237,6 +237,20 @@ func (t boltTx) Head(keyID string) (Head, bool, error) {
 	return h, true, nil
 }
 
+func (t boltTx) Heads(keyIDs []string) (map[string]Head, error) {
+	out := map[string]Head{}
+	for _, k := range keyIDs {
+		h, ok, err := t.Head(k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[k] = h
+		}
+	}
+	return out, nil
+}
+
 func (t boltTx) PutHead(keyID string, h Head) error {
 	return t.put(bucketHeads, []byte(keyID), EncodeHead(h), fillRandom)
 }

@@ -559,6 +559,33 @@ func (t *pgTx) Head(keyID string) (Head, bool, error) {
 	return h, err == nil, err
 }
 
+func (t *pgTx) Heads(keyIDs []string) (map[string]Head, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT key_id, seq, sha256, leaf_index FROM ledger_heads WHERE key_id = ANY($1)", keyIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Head{}
+	for rows.Next() {
+		var k string
+		var seq, idx int64
+		var sha []byte
+		if err := rows.Scan(&k, &seq, &sha, &idx); err != nil {
+			return nil, err
+		}
+		h := Head{Seq: uint64(seq), Index: uint64(idx)}
+		if len(sha) != len(h.SHA256) {
+			return nil, fmt.Errorf("table ledger_heads, key %q: sha256 is %d bytes, want 32", k, len(sha))
+		}
+		copy(h.SHA256[:], sha)
+		out[k] = h
+	}
+	return out, rows.Err()
+}
+
 func (t *pgTx) PutHead(keyID string, h Head) error {
 	if err := t.writable(); err != nil {
 		return err

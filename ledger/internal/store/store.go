@@ -175,6 +175,9 @@ type Tx interface {
 	ForEachNode(fn func(id compact.NodeID, hash []byte) error) error
 
 	Head(keyID string) (h Head, ok bool, err error)
+	// Heads returns the heads of the keyIDs the store has, in one read
+	// where the backend can (the agents of a batch).
+	Heads(keyIDs []string) (map[string]Head, error)
 	PutHead(keyID string, h Head) error
 	ForEachHead(fn func(keyID string, h Head) error) error
 

@@ -135,6 +135,11 @@ func testRoundTrip(t *testing.T, s Store) {
 		if i, ok, err := tx.LeafIndex(hash(7)); i != 1 || !ok || err != nil {
 			t.Errorf("LeafIndex = %d, %v, %v; want 1, true, nil", i, ok, err)
 		}
+		heads, err := tx.Heads([]string{"0123456789abcdef", "fedcba9876543210"})
+		want := map[string]Head{"0123456789abcdef": {Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}}
+		if diff := cmp.Diff(want, heads); err != nil || diff != "" {
+			t.Errorf("Heads: err %v, (-want +got):\n%s", err, diff)
+		}
 		if h, _ := tx.Node(compact.NewNodeID(0, 1)); !bytes.Equal(h, hash(9)) {
 			t.Errorf("Node(0,1) = %x", h)
 		}
