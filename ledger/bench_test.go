@@ -114,14 +114,36 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkAppendBackends measures group commit (BenchmarkAppend's
-// group-commit mode) and requests of 256 receipts (BenchmarkAppendRequest)
-// on each backend: a bbolt file and a PostgreSQL database (the test
+// group-commit mode), requests of 256 receipts (BenchmarkAppendRequest)
+// and checkpoint latency (BenchmarkCheckpointLatency) on each backend: a bbolt file and a PostgreSQL database (the test
 // binary's, on this machine, fsync on).
 func BenchmarkAppendBackends(b *testing.B) {
 	for _, be := range backends {
 		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0, false) })
 		b.Run(string(be)+"/request-256", func(b *testing.B) { benchAppendRequest(b, be) })
+		b.Run(string(be)+"/checkpoint-latency", func(b *testing.B) { benchCheckpointLatency(b, be) })
 	}
+}
+
+// BenchmarkInclusionProofPostgres is BenchmarkInclusionProof1M on a
+// PostgreSQL database, built the same way (its own fixture).
+func BenchmarkInclusionProofPostgres(b *testing.B) {
+	tl := openTestLogOn(b, onPostgres, 0)
+	start := time.Now()
+	tl.bulkAppend(b, rawLeaf, millionLeaves, DefaultMaxBatch)
+	build := time.Since(start)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := tl.InclusionProof(rnd.Uint64N(millionLeaves), millionLeaves); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat, "ns", time.Nanosecond)
+	b.ReportMetric(build.Seconds(), "fixture-build-s")
 }
 
 // BenchmarkAppendRequest measures one appender sending requests of 256
@@ -230,13 +252,15 @@ func reportPercentiles(b *testing.B, lat []time.Duration, unit string, scale tim
 // BenchmarkCheckpointLatency appends about 1,000 receipts a second from
 // 8 agents and measures, for each receipt, the time from the Append call
 // to the first checkpoint seen on Watch that covers it.
-func BenchmarkCheckpointLatency(b *testing.B) {
+func BenchmarkCheckpointLatency(b *testing.B) { benchCheckpointLatency(b, onBolt) }
+
+func benchCheckpointLatency(b *testing.B, be backend) {
 	const agents, rate = 8, 1000
 	as := make([]*agent, agents)
 	for i := range as {
 		as[i] = newAgent(i)
 	}
-	tl := openTestLog(b, 0, as...)
+	tl := openTestLogOn(b, be, 0, as...)
 	work := make([][][]byte, agents)
 	for i := range b.N {
 		work[i%agents] = append(work[i%agents], as[i%agents].Next(b))
