@@ -104,21 +104,25 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 		r.agentResponse(ctx, f)
 		return
 	}
+	f.trace = r.startTrace(f)
+	if f.id == nil || f.method == "initialize" {
+		defer f.trace.end() // answered, if at all, before handleFrame returns
+	}
 	info, known := clientMethods[f.method]
 	switch {
 	case !known:
-		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown", read: read,
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.unknown", read: read,
 			reason: fmt.Sprintf("method %q is not relayed by bankdoor", truncate(f.method, 128))})
 		return
 	case info.route == routeToolsCall:
 		r.toolsCall(f)
 		return
 	case !jsontext.Value(f.raw).IsValid():
-		r.deny(orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse", read: read,
+		r.denyTraced(f.trace, orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse", read: read,
 			reason: "message has invalid UTF-8 or a lone surrogate"})
 		return
 	case info.route == routeFeature && !r.exposes(info.feature):
-		r.deny(f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed", read: read,
+		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed", read: read,
 			reason: fmt.Sprintf("method %q needs %q in the server's expose list of the policy", f.method, info.feature)})
 		return
 	}
@@ -139,6 +143,7 @@ func (r *Relay) exposes(feature string) bool { return r.srv != nil && r.srv.Expo
 // forward sends an agent request or notification that is not a tools/call
 // to the server.
 func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
+	params = stripTraceMeta(params)
 	if f.id == nil {
 		r.send(ctx, nil, f.method, params, true)
 		return
@@ -147,9 +152,10 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 		return
 	}
 	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), read: f.read,
-		evidence: denial{argsSHA256: sha256Hex(f.raw), read: f.read}}
+		evidence: denial{argsSHA256: sha256Hex(f.raw), read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
+		f.trace.fail("server_gone")
 	}
 }
 
@@ -163,7 +169,7 @@ func (r *Relay) reserve(f *frame) bool {
 	}
 	r.mu.Unlock()
 	if busy {
-		r.deny(f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", read: f.read,
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", read: f.read,
 			reason: "request id is already in use by an open request; use a new id"})
 	}
 	return !busy
@@ -180,18 +186,22 @@ func (r *Relay) release(id jsontext.Value) {
 // and queues it for callLoop.
 func (r *Relay) toolsCall(f *frame) {
 	call, dn := r.parseToolsCall(f)
+	f.trace.setTool(call.Tool)
 	if dn != nil {
 		dn.read = f.read
-		r.deny(f.id, f.raw, dn)
+		r.denyTraced(f.trace, f.id, f.raw, dn)
 		return
 	}
 	if f.id == nil {
-		r.deny(nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool, read: f.read,
+		r.denyTraced(f.trace, nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", tool: call.Tool, read: f.read,
 			reason: "tools/call sent as a notification (no id)"})
 		return
 	}
-	if d := r.cfg.Gate.Precheck(call); !d.Allow {
-		r.deny(f.id, f.raw, gateDenial(f, call, d))
+	gs := f.trace.gate("precheck")
+	d := r.cfg.Gate.Precheck(call)
+	endSpan(gs)
+	if !d.Allow {
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(f, call, d))
 		return
 	}
 	if !r.reserve(f) {
@@ -221,32 +231,41 @@ func (r *Relay) callLoop(ctx context.Context) {
 // the next call is checked against a listing taken after that answer.
 func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	f, call := tc.f, tc.call
+	gs := f.trace.gate("decide")
 	live, err := r.livePins(ctx, call.Tool)
 	if err != nil {
+		endSpan(gs)
 		if gone := r.goneErr(); gone != nil {
 			r.release(f.id)
 			r.replyError(f.id, CodeServerGone, "bankdoor: the bank server is gone: "+gone.Error()+"; restart the proxy", nil)
+			f.trace.fail("server_gone")
 			return
 		}
 		d := r.cfg.Gate.Decide(call) // for the argument evidence
 		r.release(f.id)
-		r.deny(f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read,
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: CodeDenied, rule: "pin.unavailable", tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read,
 			reason: fmt.Sprintf("the proxy could not list the server's tools to check the pin of %q: %v", truncate(call.Tool, 128), err)})
 		return
 	}
 	call.Live, call.LiveDefinition = live.schema, live.definition
 	d := r.cfg.Gate.Decide(call)
+	endSpan(gs)
 	if !d.Allow {
 		r.release(f.id)
-		r.deny(f.id, f.raw, gateDenial(f, call, d))
+		r.denyTraced(f.trace, f.id, f.raw, gateDenial(f, call, d))
 		return
 	}
+	f.trace.allowed()
 	r.cfg.Observer.Decided("allow", "allow", call.Tool, time.Since(f.read))
 	if r.cfg.Policy.Receipts == "all" {
-		if _, err := r.record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
-			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256}); err != nil {
+		rs := f.trace.child("bankdoor.receipt.write")
+		_, err := r.record(Event{Decision: "allow", Tool: call.Tool, Rule: "allow",
+			Reason: "all six checks passed", ArgNames: d.ArgNames, ArgsSHA256: d.ArgsSHA256})
+		endSpan(rs)
+		if err != nil {
 			r.release(f.id)
 			r.replyError(f.id, codeInternalError, "bankdoor: not forwarded: the receipt could not be written: "+err.Error(), nil)
+			f.trace.fail("receipt_failed")
 			r.stop(fmt.Errorf("writing a receipt: %w", err))
 			return
 		}
@@ -257,9 +276,10 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
 	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}), read: f.read,
-		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}}
+		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)
+		f.trace.fail("server_gone")
 		return
 	}
 	select {
@@ -301,6 +321,9 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 		delete(r.open, reqID)
 	}
 	r.mu.Unlock()
+	if o != nil && o.call != nil && o.ours == 0 {
+		o.call.f.trace.fail("cancelled") // never answered
+	}
 	if o == nil || o.ours == 0 {
 		return
 	}
@@ -309,7 +332,7 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 			obj[i].Value = jsontext.Value(fmt.Sprint(o.ours))
 		}
 	}
-	r.send(ctx, nil, "notifications/cancelled", obj.Marshal(), true)
+	r.send(ctx, nil, "notifications/cancelled", stripTraceMeta(obj.Marshal()), true)
 }
 
 // agentResponse relays the agent's answer to a server request.
@@ -356,7 +379,12 @@ func orNull(id jsontext.Value) jsontext.Value {
 // deny records a denial and answers the agent with an error carrying id.
 // A nil id means the frame was a well-formed notification: JSON-RPC never
 // answers those, so the receipt is the only trace.
-func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
+func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) { r.denyTraced(nil, id, raw, dn) }
+
+// denyTraced is deny of a request traced by t: the receipt's write is a
+// span of its own, and the request's span ends with the rule and the
+// receipt once the agent has its answer.
+func (r *Relay) denyTraced(t *reqTrace, id jsontext.Value, raw []byte, dn *denial) {
 	if dn.argsSHA256 == "" {
 		dn.argsSHA256 = sha256Hex(raw)
 	}
@@ -365,10 +393,13 @@ func (r *Relay) deny(id jsontext.Value, raw []byte, dn *denial) {
 		took = time.Since(dn.read)
 	}
 	r.cfg.Observer.Decided("deny", dn.rule, dn.tool, took)
+	rs := t.child("bankdoor.receipt.write")
 	rid, err := r.record(Event{
 		Decision: "deny", Tool: dn.tool, Rule: dn.rule, Reason: dn.reason,
 		ArgNames: dn.argNames, ArgsSHA256: dn.argsSHA256,
 	})
+	endSpan(rs)
+	defer t.denied(dn.code, dn.rule, rid)
 	if err != nil {
 		r.stop(fmt.Errorf("writing a receipt: %w", err))
 		r.log.Error("cannot record a receipt; stopping", "err", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bankdoor/bankdoor/internal/metrics"
 	"github.com/bankdoor/bankdoor/proxy/gate"
 )
 
@@ -40,9 +41,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 		defer cs.Close()
 		run(b, cs)
 	})
-	b.Run("proxied", func(b *testing.B) {
+	proxied := func(b *testing.B, obs Observer) {
 		p := bankPolicy(b, ctx, s)
-		r := New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: &sliceRecorder{}}, connectBank(b, ctx, s))
+		r := New(Config{Policy: p, Server: "bank", Gate: gate.New(p), Recorder: &sliceRecorder{}, Observer: obs}, connectBank(b, ctx, s))
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)
@@ -56,5 +57,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if err := <-done; err != nil {
 			b.Errorf("Run = %v", err)
 		}
-	})
+	}
+	b.Run("proxied", func(b *testing.B) { proxied(b, nil) })
+	// The Prometheus metrics of --metrics-addr, as bankdoor proxy feeds them.
+	b.Run("proxied-metrics", func(b *testing.B) { proxied(b, metrics.New().Proxy([]string{"get_balances"})) })
 }

@@ -106,6 +106,19 @@
 // SDK's connection hands the relay the messages of all its streams as
 // one sequence, so the rules above decide there too.
 //
+// # Tracing
+//
+// With Config.Tracer set, every request of the agent is a SERVER span
+// after the OpenTelemetry conventions for MCP, ended once, when its answer
+// is written to the agent (or the session ends), with children for the
+// gate, the receipt's write and the CLIENT request to the bank (trace.go).
+// It continues the trace of the W3C traceparent in the request's
+// params._meta. Whatever the tracer, the agent's traceparent, tracestate
+// and baggage never reach the bank: they are removed from the _meta of
+// every message forwarded (tools/call params are rebuilt anyway); a server
+// with trace_context: forward in the policy gets the CLIENT span's
+// traceparent instead. Params without them are forwarded byte for byte.
+//
 // # Streamable HTTP to the bank
 //
 // DialHTTP speaks the streamable HTTP transport of MCP 2025-03-26 and

@@ -39,6 +39,7 @@ type frame struct {
 	params jsontext.Value // nil if absent
 	result jsontext.Value
 	errVal jsontext.Value
+	trace  *reqTrace // its spans, if traced (trace.go)
 	read   time.Time // when the relay read it (set by handleFrame)
 }
 

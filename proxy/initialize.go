@@ -31,7 +31,7 @@ var Versions = []string{pin.ProtocolVersion, "2025-06-18", "2025-03-26", "2024-1
 // filtered and its protocolVersion the one negotiated with the agent.
 func (r *Relay) initialize(ctx context.Context, f *frame) {
 	if f.id == nil {
-		r.deny(nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "initialize sent as a notification (no id)"})
+		r.denyTraced(f.trace, nil, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "initialize sent as a notification (no id)"})
 		return
 	}
 	r.mu.Lock()
@@ -39,7 +39,7 @@ func (r *Relay) initialize(ctx context.Context, f *frame) {
 	r.handshake = true
 	r.mu.Unlock()
 	if again {
-		r.deny(f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "initialize was already sent in this session"})
+		r.denyTraced(f.trace, f.id, f.raw, &denial{code: codeInvalidRequest, rule: "frame.invalid", reason: "initialize was already sent in this session"})
 		return
 	}
 	agentParams, _ := jsonobj.Parse(f.params) // nil if absent or not strict JSON
@@ -68,6 +68,7 @@ func (r *Relay) initialize(ctx context.Context, f *frame) {
 		return
 	}
 	requested, _ := jsonobj.String(agentParams.Get("protocolVersion"))
+	r.version.Store(agentVersion(requested))
 	r.replyResult(f.id, r.agentInitResult(result, agentVersion(requested)))
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bankdoor/bankdoor/proxy/gate"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -53,6 +54,9 @@ type Config struct {
 	// whose pin cannot be checked in time is denied (pin.unavailable).
 	// 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// Tracer, if set, traces every agent request (see trace.go); nil
+	// means no tracing, at no cost.
+	Tracer trace.Tracer
 	// Observer is told of each decision, answer and receipt write; nil
 	// tells no one.
 	Observer Observer
@@ -84,13 +88,23 @@ type Relay struct {
 	serverReqs map[string]jsonrpc.ID // server requests relayed to the agent, by our id
 	// gen counts the events after which a listing is stale: a forwarded
 	// tools/call answered, notifications/tools/list_changed received.
-	gen       uint64
+	gen uint64
+	// answering counts the agent's requests the server has answered
+	// whose answers are not written yet: drain waits for them too.
+	answering int
 	handshake bool  // the agent sent initialize
 	gone      error // why the server is gone, once it is
 	stopped   error // why the relay stopped, once it has: nothing more is forwarded
 	fatal     chan error
 	closing   atomic.Bool // the relay closes the server itself: its going is no error
 	agentEOF  atomic.Bool // the agent closed its input
+
+	// traces are the spans of the agent's requests not yet ended, and
+	// version the protocol version negotiated with the agent, for them
+	// (trace.go); used only with Config.Tracer.
+	traceMu sync.Mutex
+	traces  map[*reqTrace]struct{}
+	version atomic.Value // string
 }
 
 // pending is a request sent to the server and not yet answered.
@@ -108,6 +122,7 @@ type pending struct {
 	// evidence is what a receipt of a refused answer records: the call's
 	// tool and arguments as the gate saw them, or the request's raw bytes.
 	evidence denial
+	trace    *reqTrace // the agent's request's spans; nil if not traced
 	read     time.Time // when the agent's request was read; zero for the relay's own
 }
 
@@ -159,6 +174,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // AgentSide); it returns nil when ReadFrame returns io.EOF.
 func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 	r.agent = agent
+	defer r.endTraces()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	agentDone := make(chan error, 1)
@@ -221,6 +237,9 @@ func (r *Relay) stoppedErr() error {
 // has an id. It returns false, having answered the agent, if the server is
 // gone or the relay has stopped.
 func (r *Relay) send(ctx context.Context, p *pending, method string, params []byte, notify bool) (int64, bool) {
+	if p != nil {
+		params = p.trace.startClient(method, params, r.forwardsTrace())
+	}
 	r.mu.Lock()
 	if err := r.gone; err != nil || r.stopped != nil {
 		r.mu.Unlock()
@@ -339,6 +358,7 @@ func (r *Relay) serverGone(cause error) error {
 			close(p.answered)
 		}
 		r.replyError(p.agentID, CodeServerGone, "bankdoor: "+cause.Error()+"; the request was not completed", nil)
+		p.trace.fail("server_gone")
 	}
 	if !r.closing.Load() {
 		r.log.Error("bank server gone", "err", cause)
@@ -361,14 +381,20 @@ const drainTimeout = 10 * time.Second
 // drain waits until the agent has no open request (queued calls included),
 // the server is gone, or drainTimeout passes, so an agent that writes its
 // requests and closes its input still gets every answer.
+// unanswered counts the agent's requests whose answers are not written:
+// open (queued, or sent to the server) or being written.
+func (r *Relay) unanswered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.open) + r.answering
+}
+
 func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
 	deadline := time.After(drainTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		r.mu.Lock()
-		open := len(r.open)
-		r.mu.Unlock()
+		open := r.unanswered()
 		if open == 0 {
 			return
 		}

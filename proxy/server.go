@@ -26,6 +26,7 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		delete(r.pending, id)
 		if p.agentID != nil {
 			delete(r.open, string(p.agentID))
+			r.answering++ // until its answer is written: see drain
 		}
 		if p.answered != nil {
 			r.gen++ // a listing from before this answer decides nothing more
@@ -36,15 +37,24 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		r.log.Warn("dropping a response from the bank server to no open request", "id", m.ID.Raw())
 		return
 	}
+	if p.agentID != nil {
+		defer func() {
+			r.mu.Lock()
+			r.answering--
+			r.mu.Unlock()
+		}()
+	}
 	if p.done != nil {
 		p.done <- m
 		return
 	}
+	p.trace.arrived(m)
+	defer p.trace.end() // once the answer is written
 	if p.answered != nil {
 		close(p.answered) // callLoop may list the server again right away
 	}
 	if dn := r.unexposedAnswer(p, m); dn != nil {
-		r.deny(p.agentID, nil, dn)
+		r.denyTraced(p.trace, p.agentID, nil, dn)
 		return
 	}
 	defer func() { r.cfg.Observer.Answered(p.method, time.Since(p.read)) }()

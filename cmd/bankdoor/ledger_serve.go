@@ -80,9 +80,10 @@ type serveConfig struct {
 	accepted  []note.Verifier       // witness keys whose cosignatures AddCosignature takes
 	agents    *rpc.Directory
 	auth      *rpc.Auth
-	tls       *tls.Config // nil: plain HTTP
-	events    *eventSink  // --events; nil without
-	password  string      // of a PostgreSQL --db; "" for PostgreSQL's defaults
+	tls       *tls.Config      // nil: plain HTTP
+	events    *eventSink       // --events; nil without
+	rpcOpts   []connect.Option // the Connect handler's extra options (tracing)
+	password  string           // of a PostgreSQL --db; "" for PostgreSQL's defaults
 }
 
 func (f *serveFlags) load() (*serveConfig, error) {
@@ -220,6 +221,14 @@ func cmdLedgerServe(e *env, args []string) int {
 		return exitErr(e, exitUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	tp, err := startTracing("bankdoor-ledger", logger)
+	if err != nil {
+		return exitErr(e, exitUsage, err)
+	}
+	defer stopTracing(e, tp)
+	if cfg.rpcOpts, err = connectTracing(tp); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
 	if cfg.events, err = f.events.open(e.stdout, logger); err != nil {
 		return exitErr(e, exitFailure, err)
 	}
@@ -316,7 +325,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 // read RPCs) and GET /healthz.
 func newHTTPServer(svc *rpc.Service, tileAPI http.Handler, cfg *serveConfig, logger *slog.Logger, opts ...connect.HandlerOption) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler(cfg.auth, opts...))
+	mux.Handle(svc.Handler(cfg.auth, append(opts, handlerOptions(cfg.rpcOpts)...)...))
 	tileAPI = cfg.auth.Middleware(tileAPI)
 	mux.Handle("/checkpoint", tileAPI)
 	mux.Handle("/tile/", tileAPI)

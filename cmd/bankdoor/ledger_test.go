@@ -43,6 +43,7 @@ type ledgerWorld struct {
 	agents string   // --agents
 	db     string   // --db
 	dbArgs []string // flags after --db: a PostgreSQL database's password
+	env    []string // more environment for serve, e.g. OTEL_* settings
 }
 
 func newLedgerWorld(t *testing.T) *ledgerWorld {
@@ -87,7 +88,7 @@ func (w *ledgerWorld) serve(extra ...string) *ledgerServer {
 	args := append([]string{"ledger", "serve", "--db", w.db}, w.dbArgs...)
 	args = append(append(args, "--addr", "127.0.0.1:0", "--log-key", w.key, "--origin", ledgerOrigin, "--agents", w.agents), extra...)
 	s := &ledgerServer{t: w.t, cmd: exec.Command(built.bankdoor, args...), exited: make(chan struct{})}
-	s.cmd.Env = mcptest.Env()
+	s.cmd.Env = mcptest.Env(w.env...)
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)

@@ -60,8 +60,9 @@ func (f *remoteFlags) endpoint() (u *url.URL, hc *http.Client, token string, err
 }
 
 // client returns a Connect client (Connect protocol, HTTP/1.1) for the
-// ledger at f.url.
-func (f *remoteFlags) client() (ledgerv1connect.LedgerServiceClient, error) {
+// ledger at f.url, with extra options (such as tracing's interceptor)
+// after its own.
+func (f *remoteFlags) client(extra ...connect.Option) (ledgerv1connect.LedgerServiceClient, error) {
 	u, hc, tok, err := f.endpoint()
 	if err != nil {
 		return nil, err
@@ -71,6 +72,9 @@ func (f *remoteFlags) client() (ledgerv1connect.LedgerServiceClient, error) {
 		opts = append(opts, connect.WithInterceptors(bearer(tok)))
 	}
 	opts = append(opts, connect.WithReadMaxBytes(ledgerMaxResponse))
+	for _, o := range extra {
+		opts = append(opts, o)
+	}
 	return ledgerv1connect.NewLedgerServiceClient(hc, u.String(), opts...), nil
 }
 

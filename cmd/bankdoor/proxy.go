@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/proxy"
@@ -49,6 +51,15 @@ func cmdProxy(e *env, args []string) int {
 	if len(pos) > 0 {
 		return exitErr(e, exitUsage, hint(fmt.Errorf("unexpected argument %q", pos[0]), "give the bank server's command after --, e.g. -- bankmcp"))
 	}
+	logger := proxyLogger(e, *verbose)
+	tp, err := startTracing("bankdoor-proxy", logger)
+	if err != nil {
+		return exitErr(e, exitUsage, err)
+	}
+	defer stopTracing(e, tp)
+	if lf.clientOpts, err = connectTracing(tp); err != nil {
+		return exitErr(e, exitFailure, err)
+	}
 	if sf.addr == "" {
 		if err := evf.checkStdio(); err != nil {
 			return exitErr(e, exitUsage, err)
@@ -71,7 +82,7 @@ func cmdProxy(e *env, args []string) int {
 		e.printf("hint: %s", h)
 	}
 	c := &proxyConfig{policy: p, server: *server, receipts: *receipts, maxFrame: *maxFrame,
-		logger: proxyLogger(e, *verbose), ledger: &lf, down: &df, argv: argv}
+		logger: logger, ledger: &lf, down: &df, argv: argv, tracer: proxyTracer(tp)}
 	c.metrics = mf.newProxyMetrics(p, *server, lf.client == nil)
 	lf.embedded = c.metrics.hooks
 	if c.events, err = evf.open(e.stdout, c.logger); err != nil {
@@ -96,6 +107,7 @@ type proxyConfig struct {
 	ledger   *ledgerFlags
 	down     *downFlags
 	argv     []string
+	tracer   trace.Tracer  // nil: no tracing
 	metrics  *proxyMetrics // nil without --metrics-addr
 	events   *eventSink    // --events; nil without
 }
@@ -130,7 +142,7 @@ func proxyStdio(e *env, c *proxyConfig) int {
 	rec := &proxy.ReceiptRecorder{W: w, Notify: written, Durable: c.events.durable(), Server: c.server, PolicyID: c.policy.ID, PolicySHA256: c.policy.SHA256}
 	r := proxy.New(proxy.Config{
 		Policy: c.policy, Server: c.server, Gate: gate.New(c.policy), Recorder: rec,
-		Logger: c.logger, MaxFrame: c.maxFrame, Observer: c.metrics.observer(),
+		Logger: c.logger, MaxFrame: c.maxFrame, Observer: c.metrics.observer(), Tracer: c.tracer,
 	}, conn)
 	if err := r.Run(ctx, e.stdin, e.stdout); err != nil {
 		return exitErr(e, exitFailure, err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"connectrpc.com/connect"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
@@ -35,8 +36,10 @@ type ledgerFlags struct {
 	db, key, origin string
 	witnesses       witnessFlags
 
-	client   ledgerv1connect.LedgerServiceClient // set by check if remote.url is
-	anchorTo []*tlogwitness.Client               // set by check: the embedded ledger's witnesses
+	client ledgerv1connect.LedgerServiceClient // set by check if remote.url is
+	// clientOpts are added to the client's options (tracing), if any.
+	clientOpts []connect.Option
+	anchorTo   []*tlogwitness.Client // set by check: the embedded ledger's witnesses
 	// embedded, if set, adds to the embedded ledger's configuration
 	// (metrics hooks) before openEvidence opens it.
 	embedded func(*station.Embedded)
@@ -66,7 +69,7 @@ func (f *ledgerFlags) check() error {
 				"anchor that ledger where it runs: bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY, or bankdoor ledger serve ... --witness URL --witness-key VKEY")
 		}
 		var err error
-		f.client, err = f.remote.client()
+		f.client, err = f.remote.client(f.clientOpts...)
 		return err
 	}
 	if f.remote.ca != "" || f.remote.tokenEnv != "" {

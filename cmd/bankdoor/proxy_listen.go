@@ -353,7 +353,7 @@ func (a *agentRecorders) session(ctx context.Context, agent string, side proxy.A
 	}
 	r := proxy.New(proxy.Config{
 		Policy: a.c.policy, Server: a.c.server, Gate: gate.New(a.c.policy), Recorder: rec,
-		Logger: a.c.logger.With("agent", agent), MaxFrame: a.c.maxFrame, Observer: a.c.metrics.observer(),
+		Logger: a.c.logger.With("agent", agent), MaxFrame: a.c.maxFrame, Observer: a.c.metrics.observer(), Tracer: a.c.tracer,
 	}, conn)
 	return r.RunAgent(ctx, side)
 }

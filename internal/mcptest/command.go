@@ -7,7 +7,8 @@ import (
 )
 
 // Env returns the current environment without the variables that steer
-// bankdoor and the fixture (BANKDOOR_* and BANK_FIXTURE_*), followed by kv
+// bankdoor and the fixture (BANKDOOR_*, BANK_FIXTURE_* and OTEL_*, so that
+// no test exports spans unless it says so), followed by kv
 // ("NAME=value" pairs). A test's own settings then never leak in from the
 // developer's shell. GORACE gets atexit_sleep_ms=0, so that programs built
 // with -race exit at once instead of a second later.
@@ -16,7 +17,7 @@ func Env(kv ...string) []string {
 	gorace := "atexit_sleep_ms=0"
 	for _, e := range os.Environ() {
 		switch {
-		case strings.HasPrefix(e, "BANKDOOR_"), strings.HasPrefix(e, "BANK_FIXTURE_"):
+		case strings.HasPrefix(e, "BANKDOOR_"), strings.HasPrefix(e, "BANK_FIXTURE_"), strings.HasPrefix(e, "OTEL_"):
 		case strings.HasPrefix(e, "GORACE="):
 			gorace = strings.TrimPrefix(e, "GORACE=") + " " + gorace
 		default:

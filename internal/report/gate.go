@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,11 +205,12 @@ func oneLine(s string, n int) string {
 // Latency times calls tools/call of each case with the SDK client: an
 // allowed read straight to the fixture, the same read through the proxy,
 // and a denied transfer through the proxy (its receipt fsynced before the
-// answer), first over stdio, then over streamable HTTP on 127.0.0.1 (the
-// fixture's --http, and proxy --listen as an agent with a bearer token in
-// front of another fixture over --url). The six sessions run side by side
-// and the calls are interleaved (direct, proxied, deny, HTTP direct, ...),
-// so a change in the machine's load hits all alike. It returns the
+// answer), the read and the deny again through a proxy serving metrics
+// (--metrics-addr), then over streamable HTTP on 127.0.0.1 (the fixture's
+// --http, and proxy --listen as an agent with a bearer token in front of
+// another fixture over --url). The eight sessions run side by side and
+// the calls are interleaved (each round takes every case once, in a
+// shuffled order), so a change in the machine's load hits all alike. It returns the
 // distributions in µs, the ratios proxied/direct of each transport and
 // the chart series.
 func (b *Bench) Latency(ctx context.Context, calls int) (ms []Measurement, chart []Series, err error) {
@@ -398,8 +400,15 @@ func timeInterleaved(ctx context.Context, cases []*latencyCase, n int) (err erro
 			}
 		}
 	}()
+	// Each round takes the cases in a new order (a fixed seed, so runs
+	// repeat), so that no case always follows the same one: a call right
+	// after a deny (its fsync) is slower, and in a fixed order it would
+	// always be the same case's.
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	order := slices.Clone(cases)
 	for i := 0; err == nil && i < n+10; i++ {
-		for _, c := range cases {
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, c := range order {
 			if err = c.call(ctx, i >= 10); err != nil {
 				break
 			}

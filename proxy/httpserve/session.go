@@ -53,6 +53,10 @@ func newSession(id, agent string, now time.Time) *session {
 		stream: make(chan []byte, streamBuffer), lastSeen: now}
 }
 
+// SessionID implements proxy.SessionIDer: the session's Mcp-Session-Id
+// becomes the mcp.session.id of its spans.
+func (s *session) SessionID() string { return s.id }
+
 // ReadFrame implements proxy.AgentSide.
 func (s *session) ReadFrame() ([]byte, error) {
 	select {

@@ -23,7 +23,7 @@ func canonical(p *Policy) []byte {
 	fmt.Fprintf(&b, "never_allow: %s\nreceipts: %s\nservers:\n", quoteList(p.NeverAllow), quote(p.Receipts))
 	for _, name := range sortedKeys(p.Servers) {
 		s := p.Servers[name]
-		fmt.Fprintf(&b, "  %s:\n    expose: %s\n", quote(name), quoteList(s.Expose))
+		fmt.Fprintf(&b, "  %s:\n    expose: %s\n    trace_context: %s\n", quote(name), quoteList(s.Expose), quote(s.TraceContext))
 		if len(s.Tools) == 0 {
 			b.WriteString("    tools: {}\n")
 			continue

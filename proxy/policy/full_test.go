@@ -42,7 +42,7 @@ func TestParseFull(t *testing.T) {
 		SHA256:      hex.EncodeToString(sum[:]),
 		Servers: map[string]*Server{
 			"bank": {
-				Name: "bank", Expose: []string{"resources", "prompts"}, Line: 9, Column: 3,
+				Name: "bank", Expose: []string{"resources", "prompts"}, TraceContext: "drop", Line: 9, Column: 3,
 				Tools: map[string]*Tool{
 					"get_transactions": {
 						Name:             "get_transactions",
@@ -54,7 +54,7 @@ func TestParseFull(t *testing.T) {
 					"list_accounts": {Name: "list_accounts", Args: map[string]*Arg{}, Line: 27, Column: 7},
 				},
 			},
-			"other-server_2": {Name: "other-server_2", Tools: map[string]*Tool{}, Line: 28, Column: 3},
+			"other-server_2": {Name: "other-server_2", TraceContext: "forward", Tools: map[string]*Tool{}, Line: 28, Column: 3},
 		},
 	}
 	if diff := cmp.Diff(want, got, cmpRegexp); diff != "" {

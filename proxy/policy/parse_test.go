@@ -148,7 +148,11 @@ func serverAndToolCases() []errorCase {
 		{"server null", "version: 1\nid: t\ndefault: deny\nservers:\n  bank:\n", []string{
 			`t.yaml:5:8: server "bank" must be a mapping, found null; write {} for an empty one`}},
 		{"server unknown key", serverDoc("tool: {}"), []string{
-			`t.yaml:6:5: unknown key "tool" in server "bank" (known: expose, tools)`}},
+			`t.yaml:6:5: unknown key "tool" in server "bank" (known: expose, trace_context, tools)`}},
+		{"trace_context", serverDoc("trace_context: always"), []string{
+			`t.yaml:6:20: trace_context "always" is not one of drop, forward`}},
+		{"trace_context list", serverDoc("trace_context: [forward]"), []string{
+			`t.yaml:6:20: "trace_context" of server "bank" must be a string, found a list`}},
 		{"expose", serverDoc("expose: [resources, files, resources]"), []string{
 			`t.yaml:6:25: expose entry "files" is not a feature bankdoor can relay; use one of resources, prompts,`,
 			`t.yaml:6:32: expose entry "resources" is listed twice`}},

@@ -21,6 +21,7 @@
 //	servers:                       # required, at least one
 //	  bank:                        # the --server NAME, [A-Za-z0-9_-]{1,64}
 //	    expose: []                 # MCP features relayed besides tools (see Features)
+//	    trace_context: drop        # drop (default) | forward (see below)
 //	    tools:
 //	      get_transactions:        # exact, case-sensitive tool name, [A-Za-z0-9_-]{1,128}
 //	        schema_sha256: 181c…   # 64 lower-case hex digits, from `bankdoor pin`
@@ -47,6 +48,14 @@
 // member the server sends (title, icons, outputSchema, execution, _meta
 // included), so that a change to what the user sees or to how a call runs
 // is caught too (see package proxy/pin).
+//
+// trace_context says whether the bank server sees trace context (W3C
+// traceparent and tracestate in a request's params._meta, as the
+// OpenTelemetry conventions for MCP carry it). With drop, the default, the
+// agent's traceparent, tracestate and baggage are removed from every
+// request the proxy forwards, and nothing is added. With forward, the
+// proxy puts its own span of the downstream call there instead (never the
+// agent's raw values), so the bank's spans join the trace.
 //
 // An argument has a type (string, integer, number, boolean or array) and
 // optional constraints:
@@ -129,10 +138,20 @@ type Policy struct {
 type Server struct {
 	Name   string
 	Expose []string // subset of Features
-	Tools  map[string]*Tool
-	Line   int // position of the server's key in the file
-	Column int
+	// TraceContext is TraceContextDrop (the default) or
+	// TraceContextForward: whether requests to the server carry trace
+	// context in params._meta.
+	TraceContext string
+	Tools        map[string]*Tool
+	Line         int // position of the server's key in the file
+	Column       int
 }
+
+// The values of a server's trace_context.
+const (
+	TraceContextDrop    = "drop"
+	TraceContextForward = "forward"
+)
 
 // Exposes reports whether the server's expose list names feature.
 func (s *Server) Exposes(feature string) bool {

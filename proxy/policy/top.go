@@ -117,12 +117,21 @@ func (d *decoder) servers(n *yaml.Node) map[string]*Server {
 }
 
 func (d *decoder) server(k, v *yaml.Node) *Server {
-	s := &Server{Name: k.Value, Tools: make(map[string]*Tool), Line: k.Line, Column: k.Column}
+	s := &Server{Name: k.Value, TraceContext: TraceContextDrop, Tools: make(map[string]*Tool), Line: k.Line, Column: k.Column}
 	what := fmt.Sprintf("server %q", s.Name)
 	d.fields(v, what, []field{
 		{key: "expose", set: func(_, v *yaml.Node) { s.Expose = d.expose(v, what) }},
+		{key: "trace_context", set: func(_, v *yaml.Node) { s.TraceContext = d.traceContext(v, what) }},
 		{key: "tools", set: func(_, v *yaml.Node) { s.Tools = d.tools(v, what) }},
 	})
+	return s
+}
+
+func (d *decoder) traceContext(n *yaml.Node, server string) string {
+	s, ok := d.str(n, fmt.Sprintf(`"trace_context" of %s`, server))
+	if ok && s != TraceContextDrop && s != TraceContextForward {
+		d.errorf(n, "trace_context %q is not one of drop, forward; write trace_context: drop (the bank never sees trace context, the default) or trace_context: forward (the bank sees the proxy's span)", truncate(s))
+	}
 	return s
 }
 
