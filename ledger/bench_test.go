@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -87,6 +88,10 @@ func millionLog(b *testing.B) *testLog {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if million.tl != nil {
 		million.tl.Close()
 		os.RemoveAll(filepath.Dir(million.tl.path))
@@ -108,12 +113,47 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendBackends measures group commit (BenchmarkAppend's
+// group-commit mode), requests of 256 receipts (BenchmarkAppendRequest)
+// and checkpoint latency (BenchmarkCheckpointLatency) on each backend: a bbolt file and a PostgreSQL database (the test
+// binary's, on this machine, fsync on).
+func BenchmarkAppendBackends(b *testing.B) {
+	for _, be := range backends {
+		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0, false) })
+		b.Run(string(be)+"/request-256", func(b *testing.B) { benchAppendRequest(b, be) })
+		b.Run(string(be)+"/checkpoint-latency", func(b *testing.B) { benchCheckpointLatency(b, be) })
+	}
+}
+
+// BenchmarkInclusionProofPostgres is BenchmarkInclusionProof1M on a
+// PostgreSQL database, built the same way (its own fixture).
+func BenchmarkInclusionProofPostgres(b *testing.B) {
+	tl := openTestLogOn(b, onPostgres, 0)
+	start := time.Now()
+	tl.bulkAppend(b, rawLeaf, millionLeaves, DefaultMaxBatch)
+	build := time.Since(start)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := tl.InclusionProof(rnd.Uint64N(millionLeaves), millionLeaves); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat, "ns", time.Nanosecond)
+	b.ReportMetric(build.Seconds(), "fixture-build-s")
+}
+
 // BenchmarkAppendRequest measures one appender sending requests of 256
 // receipts, as the spool shipper and the RPC handler do.
-func BenchmarkAppendRequest(b *testing.B) {
+func BenchmarkAppendRequest(b *testing.B) { benchAppendRequest(b, onBolt) }
+
+func benchAppendRequest(b *testing.B, be backend) {
 	const per = 256
 	a := newAgent(1)
-	tl := openTestLog(b, 0, a)
+	tl := openTestLogOn(b, be, 0, a)
 	reqs := make([][][]byte, 0, b.N/per+1)
 	for i := 0; i < b.N; i += per {
 		reqs = append(reqs, a.Chain(b, min(per, b.N-i)))
@@ -129,11 +169,15 @@ func BenchmarkAppendRequest(b *testing.B) {
 }
 
 func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
+	benchAppendOn(b, onBolt, appenders, maxBatch, noLinger)
+}
+
+func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int, noLinger bool) {
 	agents := make([]*agent, appenders)
 	for i := range agents {
 		agents[i] = newAgent(i)
 	}
-	tl := openTestLog(b, maxBatch, agents...)
+	tl := openTestLogOn(b, be, maxBatch, agents...)
 	tl.Close() // every mode reopens, so that they differ only in the option
 	tl.opts.NoLinger = noLinger
 	tl.reopen(b)
@@ -208,13 +252,15 @@ func reportPercentiles(b *testing.B, lat []time.Duration, unit string, scale tim
 // BenchmarkCheckpointLatency appends about 1,000 receipts a second from
 // 8 agents and measures, for each receipt, the time from the Append call
 // to the first checkpoint seen on Watch that covers it.
-func BenchmarkCheckpointLatency(b *testing.B) {
+func BenchmarkCheckpointLatency(b *testing.B) { benchCheckpointLatency(b, onBolt) }
+
+func benchCheckpointLatency(b *testing.B, be backend) {
 	const agents, rate = 8, 1000
 	as := make([]*agent, agents)
 	for i := range as {
 		as[i] = newAgent(i)
 	}
-	tl := openTestLog(b, 0, as...)
+	tl := openTestLogOn(b, be, 0, as...)
 	work := make([][][]byte, agents)
 	for i := range b.N {
 		work[i%agents] = append(work[i%agents], as[i%agents].Next(b))

@@ -148,16 +148,14 @@ func rootOf(rng *compact.Range) ([]byte, error) {
 
 // nodeHashes fetches the hashes of ids, which must all be stored.
 func nodeHashes(tx store.Tx, ids []compact.NodeID) ([][]byte, error) {
-	hashes := make([][]byte, len(ids))
-	for i, id := range ids {
-		h, err := tx.Node(id)
-		if err != nil {
-			return nil, err
-		}
+	hashes, err := tx.Nodes(ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range hashes {
 		if len(h) != hasher.Size() {
-			return nil, fmt.Errorf("node (level %d, index %d) is missing or not %d bytes", id.Level, id.Index, hasher.Size())
+			return nil, fmt.Errorf("node (level %d, index %d) is missing or not %d bytes", ids[i].Level, ids[i].Index, hasher.Size())
 		}
-		hashes[i] = h
 	}
 	return hashes, nil
 }

@@ -113,7 +113,13 @@ func (l *Log) commit(batch []*request) {
 	var prepared time.Duration
 	err := l.store.Update(func(tx store.Tx) error {
 		defer func() { prepared = time.Since(start) }()
+		if err := l.checkSole(tx); err != nil {
+			return err
+		}
 		b.tx = tx
+		if err := b.readHeads(batch); err != nil {
+			return err
+		}
 		for i, r := range batch {
 			results[i] = b.apply(r)
 			if errors.Is(results[i].err, ErrStorage) {
@@ -158,6 +164,30 @@ func (l *Log) commit(batch []*request) {
 	for i, r := range batch {
 		r.done <- results[i]
 	}
+}
+
+// errOtherWriter is wrapped by the ErrStorage error of an Append when
+// another process appended to the log's database since this Log read it
+// (see checkSole).
+var errOtherWriter = errors.New("another process appended to the log since this one opened it")
+
+// checkSole refuses a commit if the stored size is not the committer's:
+// another process has appended to the same PostgreSQL database. (A bbolt
+// file's lock keeps other processes out.) The committer keeps the tree's
+// compact range, size and pending leaf index in memory as the log's only
+// writer, so it must not write over another's leaves or sign a second
+// checkpoint for a size; the store's Update runs under the database's
+// writer lock, so the size read here stays the stored one until commit.
+func (l *Log) checkSole(tx store.Tx) error {
+	size, err := storedSize(tx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: read size: %w", ErrStorage, l.path, err)
+	}
+	if size != l.size {
+		return fmt.Errorf("%w: %s: %w (stored size %d, this process's %d); run one ledger server per database",
+			ErrStorage, l.path, errOtherWriter, size, l.size)
+	}
+	return nil
 }
 
 // write stores the accepted receipts of b, their nodes, the part of the
@@ -232,8 +262,29 @@ type batchState struct {
 	added   []item
 	heads   map[string]Head
 	leaves  map[[32]byte]uint64
-	pending *pendingLeaves // committed leaves the store's index may lack
-	flush   indexFlush     // what write put in the store's index
+	pending *pendingLeaves        // committed leaves the store's index may lack
+	flush   indexFlush            // what write put in the store's index
+	stored  map[string]store.Head // the stored heads of the batch's agents, read at once; nil: read each
+}
+
+// readHeads reads the stored heads of the agents of batch in one read.
+func (b *batchState) readHeads(batch []*request) error {
+	seen := map[string]bool{}
+	var ids []string
+	for _, r := range batch {
+		for _, it := range r.items {
+			if !seen[it.keyID] {
+				seen[it.keyID] = true
+				ids = append(ids, it.keyID)
+			}
+		}
+	}
+	heads, err := b.tx.Heads(ids)
+	if err != nil {
+		return fmt.Errorf("%w: read heads: %w", ErrStorage, err)
+	}
+	b.stored = heads
+	return nil
 }
 
 // apply checks req against the log as the earlier requests of the batch
@@ -314,6 +365,10 @@ func (b *batchState) head(s *batchState, keyID string) (Head, bool, error) {
 	}
 	if h, ok := b.heads[keyID]; ok {
 		return h, true, nil
+	}
+	if b.stored != nil {
+		h, ok := b.stored[keyID]
+		return Head(h), ok, nil
 	}
 	h, ok, err := b.tx.Head(keyID)
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package ledger is bankdoor's receipt log: an append-only Merkle tree
-// (RFC 6962) of receipt files in one bbolt file, with a signed checkpoint
+// (RFC 6962) of receipt files in one bbolt file or a PostgreSQL database,
+// with a signed checkpoint
 // (C2SP tlog-checkpoint) after every committed batch, inclusion and
 // consistency proofs, and per-agent chain heads.
 //
@@ -71,8 +72,9 @@
 // stored again; Append returns its index, so retries are harmless.
 //
 // One committer goroutine takes the waiting requests, up to
-// Options.MaxBatch receipts, and commits them in one bbolt transaction,
-// synced to disk, together with the new checkpoint (group commit). A
+// Options.MaxBatch receipts, and commits them in one transaction, synced
+// to disk (bbolt) or committed with synchronous_commit on (PostgreSQL),
+// together with the new checkpoint (group commit). A
 // refused request does not affect the others in its group. Append returns
 // only once its receipts and a checkpoint covering them are durable.
 //
@@ -147,6 +149,22 @@
 //
 // [Fsck] recomputes everything derivable from the entries and names the
 // first inconsistency.
+//
+// # PostgreSQL
+//
+// [Open] of a postgres:// or postgresql:// URL keeps the same seven
+// keyspaces, with the same meta and versions, in seven tables
+// (ledger_entries, ledger_leaves, ledger_nodes, ledger_heads,
+// ledger_cosignatures, ledger_witnesses, ledger_meta) and a schema
+// version table (ledger_schema), created on first use; the schema, table
+// by table, and its transactions are documented in package
+// ledger/internal/store. Each commit is one transaction that holds the
+// database's writer lock (a PostgreSQL advisory lock) throughout. One Log
+// per database appends: the committer keeps the tree's compact range,
+// size and pending leaf index in memory, as the only writer, so each
+// commit first checks, under that lock, that the stored size is the one
+// it knows, and fails (ErrStorage) if another process appended: it never
+// writes over another's leaves nor signs a second checkpoint of a size.
 //
 // # Errors
 //

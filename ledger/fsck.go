@@ -47,7 +47,15 @@ func (r *FsckReport) String() string {
 // bankdoor verify. The error names the first inconsistency and wraps
 // ErrCorrupt.
 func Fsck(ctx context.Context, path string) (*FsckReport, error) {
-	s, err := store.OpenBolt(path, true)
+	return FsckDB(ctx, path, "")
+}
+
+// FsckDB is Fsck of db, a bbolt file's path or a PostgreSQL database's
+// URL (see Open), with password for the database (empty: PostgreSQL's
+// usual sources). A PostgreSQL database is read in one snapshot, so it
+// can be checked while ledger servers write to it.
+func FsckDB(ctx context.Context, db, password string) (*FsckReport, error) {
+	s, path, err := openStore(db, Options{DBPassword: password}, true)
 	if err != nil {
 		return nil, err
 	}

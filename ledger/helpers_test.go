@@ -14,6 +14,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
+	"github.com/bankdoor/bankdoor/internal/pgtest"
 )
 
 const testOrigin = "ledger.example/test"
@@ -78,6 +79,39 @@ type testLog struct {
 
 func openTestLog(t testing.TB, maxBatch int, agents ...*agent) *testLog {
 	t.Helper()
+	return openTestLogOn(t, onBolt, maxBatch, agents...)
+}
+
+// A backend is a kind of store a test log can be in.
+type backend string
+
+const (
+	onBolt     backend = "bolt"     // a bbolt file in t.TempDir()
+	onPostgres backend = "postgres" // a new database of the test binary's PostgreSQL (pg)
+)
+
+// backends are the stores the tests of the Merkle tree and its proofs
+// run on.
+var backends = []backend{onBolt, onPostgres}
+
+// pg is the test binary's PostgreSQL, started by the first test that
+// needs it and stopped by TestMain.
+var pg pgtest.Shared
+
+// onBackends runs fn on each backend, in parallel subtests.
+func onBackends(t *testing.T, fn func(*testing.T, backend)) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			fn(t, b)
+		})
+	}
+}
+
+// openTestLogOn is openTestLog in a store of backend b.
+func openTestLogOn(t testing.TB, b backend, maxBatch int, agents ...*agent) *testLog {
+	t.Helper()
 	s, v := testKeys(t)
 	set := &agentchain.Keys{}
 	for _, a := range agents {
@@ -85,6 +119,10 @@ func openTestLog(t testing.TB, maxBatch int, agents ...*agent) *testLog {
 	}
 	tl := &testLog{path: filepath.Join(t.TempDir(), "ledger.db"), agents: set, verifier: v,
 		opts: Options{Origin: testOrigin, Signer: s, Agents: set, MaxBatch: maxBatch}}
+	if b == onPostgres {
+		db := pg.NewDB(t)
+		tl.path, tl.opts.DBPassword = db.URL, db.Password
+	}
 	tl.reopen(t)
 	return tl
 }

@@ -203,22 +203,28 @@ func loadLeafIndex(tx store.Tx, size uint64, lag int) (*leafIndexer, error) {
 	if x.from, err = parseLeavesFrom(b, size); err != nil {
 		return nil, err
 	}
-	for i := x.from; i < size; i++ {
-		h, err := tx.Node(compact.NewNodeID(0, i))
+	for start := x.from; start < size; start += loadChunk {
+		ids := make([]compact.NodeID, min(loadChunk, size-start))
+		for j := range ids {
+			ids[j] = compact.NewNodeID(0, start+uint64(j))
+		}
+		hashes, err := nodeHashes(tx, ids)
 		if err != nil {
 			return nil, err
 		}
-		if len(h) != hasher.Size() {
-			return nil, fmt.Errorf("node (level 0, index %d) is missing or not %d bytes", i, hasher.Size())
-		}
-		if _, ok, err := tx.LeafIndex(h); err != nil {
-			return nil, err
-		} else if !ok {
-			x.pending.add([32]byte(h), i)
+		for j, h := range hashes {
+			if _, ok, err := tx.LeafIndex(h); err != nil {
+				return nil, err
+			} else if !ok {
+				x.pending.add([32]byte(h), start+uint64(j))
+			}
 		}
 	}
 	return x, nil
 }
+
+// loadChunk is how many leaf hashes loadLeafIndex reads at a time.
+const loadChunk = 1024
 
 // parseLeavesFrom decodes meta "leaves_from" of a log of size leaves.
 func parseLeavesFrom(b []byte, size uint64) (uint64, error) {

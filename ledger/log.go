@@ -69,6 +69,10 @@ type Options struct {
 	// LockWait is how long Open waits for another process to close the
 	// file: 0 means about a second, a negative value not at all.
 	LockWait time.Duration
+	// DBPassword is the password of a PostgreSQL database (see Open);
+	// empty leaves it to PostgreSQL's usual sources (PGPASSWORD,
+	// ~/.pgpass, or the URL).
+	DBPassword string
 }
 
 // A Commit is one durable transaction of the committer (see
@@ -86,7 +90,8 @@ type Head struct {
 	Index  uint64   // its leaf index
 }
 
-// Log is an append-only Merkle log of receipts in one bbolt file. Its
+// Log is an append-only Merkle log of receipts in one bbolt file or
+// PostgreSQL database. Its
 // methods are safe for concurrent use. All writes go through one committer
 // goroutine that groups concurrent Append requests into one durable
 // transaction and signs one checkpoint per transaction.
@@ -164,32 +169,63 @@ func rangeFactory() *compact.RangeFactory {
 	return &compact.RangeFactory{Hash: hasher.HashChildren}
 }
 
-// Open opens or creates the log at path. It refuses a file made with a
-// different origin or log key (ErrOtherLog), a file of an unknown storage
-// format version, and a file whose stored nodes do not match its
-// checkpoint (ErrStorage; run Fsck to find out why). If another process
-// has the file open, Open fails after Options.LockWait (ErrLocked).
-func Open(path string, opts Options) (*Log, error) {
-	return openPath(path, opts, defaultIndexLag)
+// Open opens or creates the log in db: a bbolt file's path, or a
+// PostgreSQL database's postgres:// or postgresql:// URL (see the package
+// doc), whose password is Options.DBPassword. It refuses a log made with
+// a different origin or log key (ErrOtherLog), one of an unknown storage
+// format version, and one whose stored nodes do not match its checkpoint
+// (ErrStorage; run Fsck to find out why). If another process has the
+// bbolt file open, Open fails after Options.LockWait (ErrLocked).
+func Open(db string, opts Options) (*Log, error) {
+	return openPath(db, opts, defaultIndexLag)
 }
 
 // openPath is Open with the leaf index's lag (see leafIndexer).
-func openPath(path string, opts Options, indexLag int) (*Log, error) {
+func openPath(db string, opts Options, indexLag int) (*Log, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	s, err := store.OpenBoltWait(path, false, cmp.Or(opts.LockWait, store.DefaultLockWait))
-	if errors.Is(err, ErrLocked) {
+	s, name, err := openStore(db, opts, false)
+	if err != nil {
 		return nil, err
-	} else if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
-	l, err := open(s, path, opts, indexLag)
+	l, err := open(s, name, opts, indexLag)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return l, nil
+}
+
+// openTimeout bounds connecting to a PostgreSQL database and preparing
+// its schema.
+const openTimeout = time.Minute
+
+// openStore opens db's store and returns the name messages give it: the
+// path, or the URL without a password.
+func openStore(db string, opts Options, readOnly bool) (store.Store, string, error) {
+	if store.IsPostgresURL(db) {
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		s, err := store.OpenPostgres(ctx, db, opts.DBPassword, readOnly)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrStorage, err)
+		}
+		return s, s.Name(), nil
+	}
+	var s *store.Bolt
+	var err error
+	if readOnly {
+		s, err = store.OpenBolt(db, true)
+	} else {
+		s, err = store.OpenBoltWait(db, false, cmp.Or(opts.LockWait, store.DefaultLockWait))
+	}
+	if errors.Is(err, ErrLocked) {
+		return nil, "", err
+	} else if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	return s, db, nil
 }
 
 func checkOptions(opts Options) error {

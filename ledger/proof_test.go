@@ -42,9 +42,9 @@ func toBytes(hs []tlog.Hash) [][]byte {
 // buildLog appends n real receipts from three agents in batches of
 // varying size (up to 9 leaves while the tree is small, up to 100 after),
 // checking every checkpoint's root against tlog.TreeHash.
-func buildLog(t *testing.T, n int) (*testLog, *refTree) {
+func buildLog(t *testing.T, b backend, n int) (*testLog, *refTree) {
 	agents := []*agent{newAgent(1), newAgent(2), newAgent(3)}
-	tl := openTestLog(t, 0, agents...)
+	tl := openTestLogOn(t, b, 0, agents...)
 	ref := &refTree{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for size := 0; size < n; {
@@ -132,13 +132,14 @@ func equalHashes(a, b [][]byte) bool {
 // TestProofsMatchTlog checks every inclusion and consistency proof for
 // every tree size 1..130, and sampled ones for sizes up to 1,100 (past
 // 2^10, so trees eleven levels high), against tlog over the same leaves.
-func TestProofsMatchTlog(t *testing.T) {
-	t.Parallel()
+func TestProofsMatchTlog(t *testing.T) { onBackends(t, testProofsMatchTlog) }
+
+func testProofsMatchTlog(t *testing.T, b backend) {
 	n := 1100
 	if testing.Short() {
 		n = 400
 	}
-	tl, ref := buildLog(t, n)
+	tl, ref := buildLog(t, b, n)
 	for size := uint64(1); size <= 130; size++ {
 		for i := range size {
 			checkInclusion(t, tl, ref, i, size)
@@ -153,9 +154,10 @@ func TestProofsMatchTlog(t *testing.T) {
 	}
 }
 
-func TestProofRange(t *testing.T) {
-	t.Parallel()
-	tl, _ := buildLog(t, 10)
+func TestProofRange(t *testing.T) { onBackends(t, testProofRange) }
+
+func testProofRange(t *testing.T, b backend) {
+	tl, _ := buildLog(t, b, 10)
 	for _, c := range []struct{ a, b uint64 }{{0, 0}, {10, 10}, {0, 11}, {5, 3}, {1 << 63, 1<<64 - 1}} {
 		if _, err := tl.InclusionProof(c.a, c.b); !errors.Is(err, ErrRange) {
 			t.Errorf("InclusionProof(%d, %d) = %v, want ErrRange", c.a, c.b, err)
@@ -177,9 +179,10 @@ func TestProofRange(t *testing.T) {
 // (every level of a 600-leaf tree, up to the largest complete node), and
 // ErrRange for any node that is not complete or a count outside 1 to
 // MaxEntries.
-func TestNodeHashes(t *testing.T) {
-	t.Parallel()
-	tl, ref := buildLog(t, 600)
+func TestNodeHashes(t *testing.T) { onBackends(t, testNodeHashes) }
+
+func testNodeHashes(t *testing.T, b backend) {
+	tl, ref := buildLog(t, b, 600)
 	for level := uint(0); 600>>level > 0; level++ {
 		n := uint64(600 >> level)
 		got, err := tl.NodeHashes(level, 0, n)
@@ -206,10 +209,11 @@ func TestNodeHashes(t *testing.T) {
 	}
 }
 
-func TestEntriesAndLeafIndex(t *testing.T) {
-	t.Parallel()
+func TestEntriesAndLeafIndex(t *testing.T) { onBackends(t, testEntriesAndLeafIndex) }
+
+func testEntriesAndLeafIndex(t *testing.T, b backend) {
 	a := newAgent(1)
-	tl := openTestLog(t, 0, a)
+	tl := openTestLogOn(t, b, 0, a)
 	leaves := a.Chain(t, 20)
 	tl.mustAppend(t, leaves...)
 	for _, c := range []struct{ start, count, want uint64 }{{0, 20, 20}, {5, 3, 3}, {18, 100, 2}, {19, 1, 1}} {

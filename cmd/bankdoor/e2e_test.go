@@ -67,7 +67,12 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building the binaries under test: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
 }
 
 // world is one test's key, receipts directory and policy.

@@ -12,9 +12,9 @@ const ledgerUsage = `usage: bankdoor ledger COMMAND [flags]
 
 Commands:
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
-    bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR
+    bankdoor ledger serve --db PATH|URL [--db-password-file FILE|--db-password-env VAR] --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR
                           [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]
-    bankdoor ledger fsck --db PATH
+    bankdoor ledger fsck --db PATH|URL [--db-password-file FILE|--db-password-env VAR]
 
 Run "bankdoor ledger COMMAND -h" for the flags of one command.
 `

@@ -11,8 +11,10 @@ import (
 )
 
 func cmdLedgerFsck(e *env, args []string) int {
-	fs := newFlags(e, "ledger fsck", "ledger fsck --db PATH")
-	db := fs.String("db", "", "the ledger's bbolt file; it must not be open in a running bankdoor ledger serve (required)")
+	fs := newFlags(e, "ledger fsck", "ledger fsck --db PATH|URL [--db-password-file FILE|--db-password-env VAR]")
+	var f dbFlags
+	f.register(fs.FlagSet, "the ledger to check (a bbolt file must not be open in a running bankdoor ledger serve; a PostgreSQL database is read in one snapshot and may be)")
+	db := &f.db
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -23,17 +25,23 @@ func cmdLedgerFsck(e *env, args []string) int {
 	if !required(fs, "db") {
 		return exitUsage
 	}
-	if _, err := os.Stat(*db); err != nil {
-		return fail(e, exitFailure, "--db: %w", err)
+	password, err := f.password()
+	if err != nil {
+		return exitErr(e, exitUsage, err)
+	}
+	if !f.postgres() {
+		if _, err := os.Stat(*db); err != nil {
+			return fail(e, exitFailure, "--db: %w", err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := ledger.Fsck(ctx, *db)
+	rep, err := ledger.FsckDB(ctx, *db, password)
 	if errors.Is(err, ledger.ErrLocked) {
 		return exitErr(e, exitFailure, hint(fmt.Errorf("--db: %w", err), "stop the ledger server or proxy that has it open, then check it again"))
 	} else if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	fmt.Fprintf(e.stdout, "%s: ok: %s\n", *db, rep)
+	fmt.Fprintf(e.stdout, "%s: ok: %s\n", rep.Path, rep)
 	return exitOK
 }

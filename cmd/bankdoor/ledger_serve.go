@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,7 +46,8 @@ const shutdownGrace = 30 * time.Second
 
 // serveFlags are the flags of bankdoor ledger serve.
 type serveFlags struct {
-	db, addr, logKey, origin, agents     string
+	db                                   dbFlags
+	addr, logKey, origin, agents         string
 	tlsCert, tlsKey, clientCA, tokenFile string
 	authReads                            bool
 	witnesses                            witnessFlags
@@ -54,7 +56,7 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.db, "db", "", "the ledger's bbolt file, created if missing (required)")
+	f.db.register(fs, "the ledger, created if missing")
 	fs.StringVar(&f.addr, "addr", "", "listen on HOST:PORT; port 0 picks a free port (required)")
 	fs.StringVar(&f.logKey, "log-key", "", "the log's note signer key file, from bankdoor ledger keygen (required)")
 	fs.StringVar(&f.origin, "origin", "", "the log's origin; must be the name of the --log-key key (required)")
@@ -81,11 +83,15 @@ type serveConfig struct {
 	tls       *tls.Config      // nil: plain HTTP
 	events    *eventSink       // --events; nil without
 	rpcOpts   []connect.Option // the Connect handler's extra options (tracing)
+	password  string           // of a PostgreSQL --db; "" for PostgreSQL's defaults
 }
 
 func (f *serveFlags) load() (*serveConfig, error) {
 	var c serveConfig
 	var err error
+	if c.password, err = f.db.password(); err != nil {
+		return nil, err
+	}
 	if c.signer, err = ledger.LoadSigner(f.logKey); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = hint(err, "make one with bankdoor ledger keygen --out %s --origin ORIGIN", f.logKey)
@@ -115,8 +121,16 @@ func (f *serveFlags) load() (*serveConfig, error) {
 }
 
 // dbError names the ledger file in err and says what to do; existed
-// says whether the file was there before Open.
+// says whether the file was there before Open. The error of a PostgreSQL
+// database names it without the password.
 func dbError(db string, existed bool, err error) error {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		err = fmt.Errorf("--db: %w", err)
+		if errors.Is(err, ledger.ErrOtherLog) {
+			return hint(err, "give the --log-key and --origin this database's log was made with, or another database")
+		}
+		return hint(err, "check that the database server is up and --db, the password and the database are right; bankdoor ledger fsck --db URL checks the log")
+	}
 	err = fmt.Errorf("--db %s: %w", db, err)
 	switch {
 	case errors.Is(err, ledger.ErrOtherLog):
@@ -181,7 +195,7 @@ func (f *serveFlags) loadAuth() (*rpc.Auth, error) {
 }
 
 func cmdLedgerServe(e *env, args []string) int {
-	fs := newFlags(e, "ledger serve", "ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT] [--events FILE|-]")
+	fs := newFlags(e, "ledger serve", "ledger serve --db PATH|URL [--db-password-file FILE|--db-password-env VAR] --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [--witness-interval DURATION] [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads] [--metrics-addr HOST:PORT] [--events FILE|-]")
 	var f serveFlags
 	f.register(fs.FlagSet)
 	pos, _, code, ok := parse(fs, args)
@@ -248,9 +262,9 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
-	_, err = os.Stat(f.db)
+	_, err = os.Stat(f.db.db)
 	existed := err == nil
-	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger}
+	opts := ledger.Options{Origin: f.origin, Signer: cfg.signer, Agents: cfg.agents, Logger: logger, DBPassword: cfg.password}
 	var mx *metrics.Ledger
 	var handlerOpts []connect.HandlerOption
 	if f.metrics.reg != nil {
@@ -259,10 +273,10 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		handlerOpts = append(handlerOpts, connect.WithInterceptors(mx.Interceptor()))
 	}
 	opts.OnCommit = cfg.events.onCommit(opts.OnCommit)
-	l, err := ledger.Open(f.db, opts)
+	l, err := ledger.Open(f.db.db, opts)
 	if err != nil {
 		ln.Close()
-		return nil, dbError(f.db, existed, err)
+		return nil, dbError(f.db.db, existed, err)
 	}
 	s := &ledgerServer{logger: logger, agents: cfg.agents, log: l, svc: rpc.New(l, logger), done: make(chan error, 1)}
 	if err := s.svc.Cosign(cfg.logKey, cfg.accepted); err != nil {

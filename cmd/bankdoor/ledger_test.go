@@ -1,7 +1,8 @@
 package main_test
 
 // Tests of bankdoor ledger serve and fsck through the built binary: a
-// real server process on a real bbolt file, killed and restarted.
+// real server process on a real bbolt file (or PostgreSQL database, see
+// ledger_postgres_test.go), killed and restarted.
 
 import (
 	"bufio"
@@ -41,6 +42,7 @@ type ledgerWorld struct {
 	key    string   // --log-key
 	agents string   // --agents
 	db     string   // --db
+	dbArgs []string // flags after --db: a PostgreSQL database's password
 	env    []string // more environment for serve, e.g. OTEL_* settings
 }
 
@@ -60,7 +62,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 // fsck runs bankdoor ledger fsck and fails the test unless it exits 0.
 func (w *ledgerWorld) fsck() string {
 	w.t.Helper()
-	code, out := runBankdoor(w.t, w.dir, "ledger", "fsck", "--db", w.db)
+	code, out := runBankdoor(w.t, w.dir, append([]string{"ledger", "fsck", "--db", w.db}, w.dbArgs...)...)
 	if code != 0 {
 		w.t.Fatalf("bankdoor ledger fsck: exit %d\n%s", code, out)
 	}
@@ -83,8 +85,8 @@ var listening = regexp.MustCompile(`^bankdoor: listening on (https?://\S+)$`)
 // listens. The process is killed at the end of the test if still running.
 func (w *ledgerWorld) serve(extra ...string) *ledgerServer {
 	w.t.Helper()
-	args := append([]string{"ledger", "serve", "--db", w.db, "--addr", "127.0.0.1:0",
-		"--log-key", w.key, "--origin", ledgerOrigin, "--agents", w.agents}, extra...)
+	args := append([]string{"ledger", "serve", "--db", w.db}, w.dbArgs...)
+	args = append(append(args, "--addr", "127.0.0.1:0", "--log-key", w.key, "--origin", ledgerOrigin, "--agents", w.agents), extra...)
 	s := &ledgerServer{t: w.t, cmd: exec.Command(built.bankdoor, args...), exited: make(chan struct{})}
 	s.cmd.Env = mcptest.Env(w.env...)
 	pipe, err := s.cmd.StderrPipe()

@@ -203,6 +203,14 @@ func (t boltTx) Node(id compact.NodeID) ([]byte, error) {
 	return t.get(bucketNodes, NodeKey(id)), nil
 }
 
+func (t boltTx) Nodes(ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = t.get(bucketNodes, NodeKey(id))
+	}
+	return out, nil
+}
+
 func (t boltTx) PutNode(id compact.NodeID, h []byte) error {
 	return t.put(bucketNodes, NodeKey(id), h, fillAppend)
 }
@@ -227,6 +235,20 @@ func (t boltTx) Head(keyID string) (Head, bool, error) {
 		return Head{}, false, fmt.Errorf("bucket heads, key %q: %w", keyID, err)
 	}
 	return h, true, nil
+}
+
+func (t boltTx) Heads(keyIDs []string) (map[string]Head, error) {
+	out := map[string]Head{}
+	for _, k := range keyIDs {
+		h, ok, err := t.Head(k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[k] = h
+		}
+	}
+	return out, nil
 }
 
 func (t boltTx) PutHead(keyID string, h Head) error {

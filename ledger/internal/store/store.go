@@ -1,7 +1,7 @@
 // Package store is the ledger's storage: a narrow, transactional
 // key-value interface (Store, Tx) that the ledger's Merkle log is written
-// against, a bbolt backend (OpenBolt), and TestStorage, the suite every
-// backend must pass.
+// against, a bbolt backend (OpenBolt), a PostgreSQL backend
+// (OpenPostgres), and testStorage, the suite every backend must pass.
 //
 // # Layout
 //
@@ -24,6 +24,47 @@
 // nodes complete as leaves are appended (leaf 0, leaf 1, node (1,0),
 // leaf 2, ...), so appends only ever add keys at the end. For example
 // node (0,0) is key 0, (0,1) is 1, (1,0) is 2, (0,2) is 3, (2,0) is 6.
+//
+// The bbolt backend keeps each keyspace in the bucket of that name, keys
+// and values as above.
+//
+// # PostgreSQL
+//
+// The PostgreSQL backend keeps each keyspace in a table named ledger_
+// and the keyspace, in the connection's schema (search_path; give the
+// ledger a database, or a schema, of its own). Integers are bigint: a
+// value above 2⁶³−1 is refused on write. Text columns are COLLATE "C",
+// so they sort by bytes, as the bbolt keys do.
+//
+//	ledger_schema        version integer                   one row: the schema version, SchemaVersion (1)
+//	ledger_meta          key text PRIMARY KEY              value bytea: as in keyspace meta
+//	ledger_entries       idx bigint PRIMARY KEY            data bytea: the receipt file's bytes
+//	ledger_leaves        hash bytea PRIMARY KEY            idx bigint: leaf index
+//	ledger_nodes         id bigint PRIMARY KEY             hash bytea: the node of storage index id (see below)
+//	ledger_heads         key_id text PRIMARY KEY           seq bigint, sha256 bytea (32 bytes), leaf_index bigint
+//	ledger_cosignatures  (size bigint, witness text) PK    lines bytea: the witness's signature line(s) on that size
+//	ledger_witnesses     witness text PRIMARY KEY          size bigint: the largest tree size it cosigned
+//
+// ledger_schema's version names the tables above, as meta "version"
+// names what they hold: OpenPostgres creates the tables in a database
+// without them, will migrate an older schema when there is one, and
+// refuses a newer one. Any change to a table or column takes a new
+// schema version.
+//
+// Every Update takes the transaction-level advisory lock
+// pg_advisory_xact_lock(0x62616e6b646f6f72) (the bytes "bankdoor") first,
+// so the Updates of all the processes using one database run one at a
+// time, each seeing what the previous one committed. Transactions are
+// READ COMMITTED: under that lock nothing else writes, so the stronger
+// levels would add only their cost (SERIALIZABLE's predicate locks and
+// retries). Connections set synchronous_commit on, so a commit has
+// reached the server's WAL on disk (with the server's fsync on) before
+// Update returns. Views are REPEATABLE READ READ ONLY: one snapshot.
+// Writes are buffered in the transaction and sent before its next read
+// and at commit as one multi-row upsert per table (INSERT ... SELECT FROM
+// unnest(...) ON CONFLICT DO UPDATE), in one round trip. The ForEach
+// methods read pageRows rows per query (keyset pagination in key order),
+// so they stream a table of any size in bounded memory.
 //
 // # Versioning
 //
@@ -98,7 +139,10 @@ type Head struct {
 // (synced to stable storage) before it returns nil; if fn returns an
 // error, or the commit fails, nothing fn wrote is kept. View runs fn on a
 // consistent snapshot. Stores are safe for concurrent use; a backend may
-// serialise Update calls.
+// serialise Update calls. Postgres serialises them across processes too:
+// the Updates of every process on one database run one at a time, each
+// seeing everything the previous ones committed, so an Update can tell
+// whether another process wrote since (e.g. by meta "size").
 type Store interface {
 	View(fn func(Tx) error) error
 	Update(fn func(Tx) error) error
@@ -123,10 +167,17 @@ type Tx interface {
 	ForEachLeaf(fn func(leafHash []byte, index uint64) error) error
 
 	Node(id compact.NodeID) ([]byte, error)
+	// Nodes returns the hashes of ids, in order, nil for a missing one:
+	// Node of each, in one read where the backend can (a proof's or a
+	// tile's nodes).
+	Nodes(ids []compact.NodeID) ([][]byte, error)
 	PutNode(id compact.NodeID, hash []byte) error
 	ForEachNode(fn func(id compact.NodeID, hash []byte) error) error
 
 	Head(keyID string) (h Head, ok bool, err error)
+	// Heads returns the heads of the keyIDs the store has, in one read
+	// where the backend can (the agents of a batch).
+	Heads(keyIDs []string) (map[string]Head, error)
 	PutHead(keyID string, h Head) error
 	ForEachHead(fn func(keyID string, h Head) error) error
 

@@ -135,8 +135,18 @@ func testRoundTrip(t *testing.T, s Store) {
 		if i, ok, err := tx.LeafIndex(hash(7)); i != 1 || !ok || err != nil {
 			t.Errorf("LeafIndex = %d, %v, %v; want 1, true, nil", i, ok, err)
 		}
+		heads, err := tx.Heads([]string{"0123456789abcdef", "fedcba9876543210"})
+		want := map[string]Head{"0123456789abcdef": {Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}}
+		if diff := cmp.Diff(want, heads); err != nil || diff != "" {
+			t.Errorf("Heads: err %v, (-want +got):\n%s", err, diff)
+		}
 		if h, _ := tx.Node(compact.NewNodeID(0, 1)); !bytes.Equal(h, hash(9)) {
 			t.Errorf("Node(0,1) = %x", h)
+		}
+		ids := []compact.NodeID{{Level: 40, Index: 1 << 20}, {Level: 0, Index: 5}, {Level: 0, Index: 1}, {Level: 40, Index: 1 << 20}}
+		got, err := tx.Nodes(ids)
+		if diff := cmp.Diff([][]byte{hash(10), nil, hash(9), hash(10)}, got); err != nil || diff != "" {
+			t.Errorf("Nodes(%v): err %v, (-want +got):\n%s", ids, err, diff)
 		}
 		return nil
 	})
