@@ -22,6 +22,7 @@ var harness = []string{
 	modulePath + "internal/mcptest",
 	modulePath + "internal/omniwitness",
 	modulePath + "internal/perf",
+	modulePath + "internal/privatedir",
 	modulePath + "internal/promserver",
 	modulePath + "internal/scratchlog",
 	modulePath + "internal/stripemcp",

@@ -46,25 +46,11 @@ func TestLedgerServePostgres(t *testing.T) {
 	t.Parallel()
 	w := newPostgresLedgerWorld(t)
 	b := newBurst(t, w, 4, 60, 3)
-	s := w.serve()
-	half := make(chan struct{})
-	done := make(chan struct{})
-	go func() { defer close(done); b.run(t, s, half) }()
-	select {
-	case <-half:
-	case <-done:
-		t.Fatalf("the burst ended before half of it was acknowledged:\n%s", s.output())
-	}
-	if code := s.stop(syscall.SIGKILL); code != -1 {
-		t.Fatalf("bankdoor ledger serve exited %d on SIGKILL, want death by signal", code)
-	}
-	<-done
-	t.Logf("killed after %d of %d receipts were acknowledged", b.total.Load(), 4*60)
-	if out := w.fsck(); !strings.Contains(out, ": ok: origin "+ledgerOrigin) || strings.Contains(out, pgPassword(w)) {
-		t.Fatalf("fsck after the crash: %s", out)
+	if out := killMidBurst(t, w, b); strings.Contains(out, pgPassword(w)) {
+		t.Fatalf("fsck after the crash shows the database password: %s", out)
 	}
 
-	s = w.serve()
+	s := w.serve()
 	c := s.client()
 	before := checkpoint(t, w, c)
 	b.checkAcked(t, c)

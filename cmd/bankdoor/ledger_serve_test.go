@@ -138,6 +138,25 @@ func TestLedgerServeCrash(t *testing.T) {
 	t.Parallel()
 	w := newLedgerWorld(t)
 	b := newBurst(t, w, 4, 60, 3)
+	killMidBurst(t, w, b)
+
+	s := w.serve()
+	c := s.client()
+	b.checkAcked(t, c)
+	b.finish(t, c)
+	b.checkAcked(t, c)
+	b.checkExactlyOnce(t, c)
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("bankdoor ledger serve exited %d on SIGTERM, want 0:\n%s", code, s.output())
+	}
+	w.fsck()
+}
+
+// killMidBurst runs b against a new server of w, kills the server with
+// SIGKILL once half of b is acknowledged, and returns the output of the
+// fsck that must then find the file clean.
+func killMidBurst(t *testing.T, w *ledgerWorld, b *burst) string {
+	t.Helper()
 	s := w.serve()
 	half := make(chan struct{})
 	done := make(chan struct{})
@@ -152,20 +171,11 @@ func TestLedgerServeCrash(t *testing.T) {
 	}
 	<-done
 	t.Logf("killed after %d of %d receipts were acknowledged", b.total.Load(), 4*60)
-	if out := w.fsck(); !strings.Contains(out, ": ok: origin "+ledgerOrigin) {
+	out := w.fsck()
+	if !strings.Contains(out, ": ok: origin "+ledgerOrigin) {
 		t.Fatalf("fsck after the crash: %s", out)
 	}
-
-	s = w.serve()
-	c := s.client()
-	b.checkAcked(t, c)
-	b.finish(t, c)
-	b.checkAcked(t, c)
-	b.checkExactlyOnce(t, c)
-	if code := s.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("bankdoor ledger serve exited %d on SIGTERM, want 0:\n%s", code, s.output())
-	}
-	w.fsck()
+	return out
 }
 
 // TestLedgerServeGraceful: SIGTERM during a burst stops the server with

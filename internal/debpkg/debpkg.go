@@ -68,6 +68,7 @@ import (
 	"strings"
 
 	"github.com/bankdoor/bankdoor/internal/flock"
+	"github.com/bankdoor/bankdoor/internal/privatedir"
 )
 
 // Program is a Debian package's program, ready to run.
@@ -164,7 +165,7 @@ func (f *Fetcher) Fetch(ctx context.Context, pkg, file string) (Program, error) 
 	if err != nil {
 		return Program{}, err
 	}
-	if err := privateDir(root); err != nil {
+	if err := privatedir.Make(root); err != nil {
 		return Program{}, err
 	}
 	// Without the lock first: a tree that is there is complete, and
@@ -399,23 +400,6 @@ func verify(ctx context.Context, deb string, c candidate) error {
 	got := candidate{fields["Package"], fields["Version"], fields["Architecture"], c.SHA256}
 	if got != c {
 		return fmt.Errorf("%s is %s %s %s, want %s %s %s", deb, got.Package, got.Version, got.Architecture, c.Package, c.Version, c.Architecture)
-	}
-	return nil
-}
-
-// privateDir creates dir with mode 0700 if it does not exist, and checks
-// that it is a directory, not a symbolic link, that only its owner may
-// write to.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is %v, not a directory only its owner may write to; remove it", dir, fi.Mode())
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/atomicfile"
 	"github.com/bankdoor/bankdoor/internal/flock"
+	"github.com/bankdoor/bankdoor/internal/privatedir"
 )
 
 // File is one file of a project: Name in the install directory, read
@@ -78,7 +79,7 @@ func (p *Project) Install(ctx context.Context) (string, error) {
 // creates root (mode 0700) if needed and refuses one that others may
 // write to.
 func (p *Project) InstallIn(ctx context.Context, root string) (string, error) {
-	if err := privateDir(root); err != nil {
+	if err := privatedir.Make(root); err != nil {
 		return "", err
 	}
 	lock, err := flock.Open(filepath.Join(root, ".lock"))
@@ -104,23 +105,6 @@ func (p *Project) InstallIn(ctx context.Context, root string) (string, error) {
 		return "", err
 	}
 	return dir, atomicfile.Write(filepath.Join(dir, "installed"), []byte(key), 0o600)
-}
-
-// privateDir creates dir with mode 0700 if it does not exist, and checks
-// that it is a directory, not a symbolic link, that only its owner may
-// write to.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is %v, not a directory only its owner may write to; remove it", dir, fi.Mode())
-	}
-	return nil
 }
 
 // Key is the hex SHA-256 of the project files, names and contents,
