@@ -486,6 +486,12 @@ func validMeta(meta jsontext.Value) bool {
 // progressToken returns _meta.progressToken of a request's params, or
 // nil. Of a tools/call's _meta, it is the only member the relay forwards.
 func progressToken(params jsontext.Value) jsontext.Value {
+	return paramsMeta(params).Get("progressToken")
+}
+
+// paramsMeta returns the _meta object of a request's params, or nil if
+// it has none that parses.
+func paramsMeta(params jsontext.Value) jsonobj.Object {
 	obj, err := jsonobj.ParseLenient(params)
 	if err != nil {
 		return nil
@@ -494,5 +500,5 @@ func progressToken(params jsontext.Value) jsontext.Value {
 	if err != nil {
 		return nil
 	}
-	return meta.Get("progressToken")
+	return meta
 }

@@ -119,12 +119,8 @@ func traceCarrier(params jsontext.Value) propagation.MapCarrier {
 	if !bytes.Contains(params, []byte("traceparent")) {
 		return nil
 	}
-	obj, err := jsonobj.ParseLenient(params)
-	if err != nil {
-		return nil
-	}
-	meta, err := jsonobj.Parse(obj.Get("_meta"))
-	if err != nil {
+	meta := paramsMeta(params)
+	if meta == nil {
 		return nil
 	}
 	c := propagation.MapCarrier{}
