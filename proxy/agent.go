@@ -151,7 +151,7 @@ func (r *Relay) forward(ctx context.Context, f *frame, params []byte) {
 	if !r.reserve(f) {
 		return
 	}
-	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)), read: f.read,
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(progressToken(params)),
 		evidence: denial{argsSHA256: sha256Hex(f.raw), read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params, false); !ok {
 		r.release(f.id)
@@ -275,7 +275,7 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	if tok != nil {
 		params = append(params, jsonobj.Member{Name: "_meta", Value: jsonobj.Object{{Name: "progressToken", Value: tok}}.Marshal()})
 	}
-	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}), read: f.read,
+	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}),
 		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}, trace: f.trace}
 	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
 		r.release(f.id)

@@ -120,10 +120,10 @@ type pending struct {
 	// no longer be): callLoop waits for it before the next call.
 	answered chan struct{}
 	// evidence is what a receipt of a refused answer records: the call's
-	// tool and arguments as the gate saw them, or the request's raw bytes.
+	// tool and arguments as the gate saw them, or the request's raw bytes;
+	// its read is when the agent's request was read.
 	evidence denial
 	trace    *reqTrace // the agent's request's spans; nil if not traced
-	read     time.Time // when the agent's request was read; zero for the relay's own
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -378,9 +378,6 @@ func (r *Relay) ourID() string {
 // input, for answers to requests already sent to the server.
 const drainTimeout = 10 * time.Second
 
-// drain waits until the agent has no open request (queued calls included),
-// the server is gone, or drainTimeout passes, so an agent that writes its
-// requests and closes its input still gets every answer.
 // unanswered counts the agent's requests whose answers are not written:
 // open (queued, or sent to the server) or being written.
 func (r *Relay) unanswered() int {
@@ -389,6 +386,9 @@ func (r *Relay) unanswered() int {
 	return len(r.open) + r.answering
 }
 
+// drain waits until the agent has no unanswered request (queued calls
+// included), the server is gone, or drainTimeout passes, so an agent that
+// writes its requests and closes its input still gets every answer.
 func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
 	deadline := time.After(drainTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)

@@ -57,7 +57,7 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 		r.denyTraced(p.trace, p.agentID, nil, dn)
 		return
 	}
-	defer func() { r.cfg.Observer.Answered(p.method, time.Since(p.read)) }()
+	defer func() { r.cfg.Observer.Answered(p.method, time.Since(p.evidence.read)) }()
 	if m.Error != nil {
 		r.replyWireError(p.agentID, m.Error)
 		return
