@@ -291,11 +291,7 @@ func startLedger(e *env, logger *slog.Logger, f *serveFlags, cfg *serveConfig) (
 		Witnesses: cfg.witnesses, RetryInterval: anchorRetry, Interval: f.witnesses.interval, Logger: logger}
 	if mx != nil {
 		aopts.OnResult = mx.Anchored
-		var names []string
-		for _, w := range cfg.witnesses {
-			names = append(names, w.Name())
-		}
-		mx.Watch(func() *ledger.Log { return l }, names)
+		mx.Watch(func() *ledger.Log { return l }, witnessNames(cfg.witnesses))
 	}
 	if s.anchor, err = anchor.StartLoop(aopts, l.Watch); err != nil {
 		l.Close()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
 	"github.com/bankdoor/bankdoor/internal/metrics"
 	"github.com/bankdoor/bankdoor/ledger/station"
 	"github.com/bankdoor/bankdoor/proxy"
@@ -74,8 +75,7 @@ func (f *metricsFlags) serve(e *env, logger *slog.Logger) (stop func()) {
 
 // proxyMetrics are the metrics of a proxy; nil without --metrics-addr.
 type proxyMetrics struct {
-	flags  *metricsFlags
-	reg    *metrics.Registry
+	flags  *metricsFlags // its reg holds the metrics below
 	gate   *metrics.Proxy
 	ledger *metrics.Ledger // the embedded ledger's, if the proxy has one
 }
@@ -91,7 +91,7 @@ func (f *metricsFlags) newProxyMetrics(p *policy.Policy, server string, embedded
 	if s := p.Servers[server]; s != nil {
 		tools = slices.Sorted(maps.Keys(s.Tools))
 	}
-	m := &proxyMetrics{flags: f, reg: f.reg, gate: f.reg.Proxy(tools)}
+	m := &proxyMetrics{flags: f, gate: f.reg.Proxy(tools)}
 	if embedded {
 		m.ledger = f.reg.Ledger()
 	}
@@ -105,7 +105,7 @@ func (m *proxyMetrics) watch(st *station.Station, witnesses []string) {
 	if m == nil {
 		return
 	}
-	m.reg.Backlog(st.Backlog)
+	m.flags.reg.Backlog(st.Backlog)
 	if m.ledger != nil {
 		m.ledger.Watch(st.Ledger, witnesses)
 	}
@@ -114,7 +114,7 @@ func (m *proxyMetrics) watch(st *station.Station, witnesses []string) {
 // sessions registers the gateway's open sessions by agent.
 func (m *proxyMetrics) sessions(open func() map[string]int) {
 	if m != nil {
-		m.reg.Sessions(open)
+		m.flags.reg.Sessions(open)
 	}
 }
 
@@ -124,12 +124,17 @@ func (c *proxyConfig) serveMetrics(e *env, ev *evidence) (stop func()) {
 	if c.metrics == nil {
 		return func() {}
 	}
-	var names []string
-	for _, w := range c.ledger.anchorTo {
-		names = append(names, w.Name())
-	}
-	c.metrics.watch(ev.st, names)
+	c.metrics.watch(ev.st, witnessNames(c.ledger.anchorTo))
 	return c.metrics.flags.serve(e, c.logger)
+}
+
+// witnessNames are the names of ws, the values of the witness label.
+func witnessNames(ws []*tlogwitness.Client) []string {
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.Name()
+	}
+	return names
 }
 
 // hooks puts the embedded ledger's metrics hooks into its options.
