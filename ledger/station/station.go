@@ -221,7 +221,8 @@ func (s *Station) Ledger() *ledger.Log {
 }
 
 // Start creates the embedded ledger's file if it is missing (and its
-// directory), or with a remote ledger the receipts directory, and holds the ledger if no other process does, or stands by.
+// directory), or with a remote ledger the receipts directory, and holds
+// the ledger if no other process does, or stands by.
 // It fails only if this station cannot hold the ledger for a reason other
 // than another holder: the ledger file is another log's, or damaged.
 func (s *Station) Start() error {
