@@ -30,7 +30,6 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
-	"github.com/bankdoor/bankdoor/proxy"
 )
 
 // Argument values of the calls in TestE2EEvents: none may appear in an
@@ -339,10 +338,7 @@ func TestE2EEventsListen(t *testing.T) {
 	tokens, toks := agentTokens(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	p := startListening(t, w, f, "--agent-tokens", tokens, "--events", events)
-	clients := map[string]*http.Client{}
-	for agent, tok := range toks {
-		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
-	}
+	clients := bearerClients(p.URL, toks)
 	readAndBeDenied(t, p, f, clients) // stops the proxy: the stream is written
 	dirOf := map[string]string{}      // key_id -> the agent's receipts directory
 	for agent := range toks {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/hydra"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
-	"github.com/bankdoor/bankdoor/proxy"
 )
 
 // hydraBin is the Hydra binary, built once per test binary.
@@ -183,10 +182,7 @@ func TestE2EListenOAuth(t *testing.T) {
 	for _, agent := range []string{"alice", "carol"} {
 		bearer[agent], _ = token(as, agent, "bankdoor", resource)
 	}
-	clients := map[string]*http.Client{}
-	for agent, tok := range bearer {
-		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
-	}
+	clients := bearerClients(p.URL, bearer)
 	readAndBeDenied(t, p, f, clients)
 	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2, "carol": 2})
 

@@ -65,12 +65,19 @@ func TestE2EListenTwoAgents(t *testing.T) {
 	if resp, err := http.Post(p.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil || resp.StatusCode != 401 {
 		t.Errorf("initialize without a token: %v %v, want 401", resp, err)
 	}
-	clients := map[string]*http.Client{}
-	for agent, tok := range toks {
-		clients[agent] = (&proxy.HTTPServer{URL: p.URL, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
-	}
+	clients := bearerClients(p.URL, toks)
 	readAndBeDenied(t, p, f, clients)
 	checkAgentChains(t, w, map[string]int{"alice": 2, "bob": 2})
+}
+
+// bearerClients returns, for each agent, an HTTP client of url that
+// sends the agent's bearer token.
+func bearerClients(url string, tokens map[string]string) map[string]*http.Client {
+	clients := map[string]*http.Client{}
+	for agent, tok := range tokens {
+		clients[agent] = (&proxy.HTTPServer{URL: url, Header: http.Header{"Authorization": {"Bearer " + tok}}}).Client()
+	}
+	return clients
 }
 
 // readAndBeDenied runs one session per agent at once, each with its own
