@@ -28,7 +28,7 @@ func (tl *testLog) snapshot(t *testing.T, agents ...*agent) snapshot {
 	t.Helper()
 	s := snapshot{size: tl.Size(), cp: string(tl.Checkpoint()), heads: map[string]Head{}}
 	for _, a := range agents {
-		if h, ok, err := tl.Head(a.KeyID); err != nil {
+		if h, ok, err := tl.Head(context.Background(), a.KeyID); err != nil {
 			t.Fatal(err)
 		} else if ok {
 			s.heads[a.KeyID] = h
@@ -254,7 +254,7 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Fatalf("size %d, want %d", tl.Size(), agents*perAgent)
 	}
 	for _, a := range as {
-		if h, ok, err := tl.Head(a.KeyID); err != nil || !ok || h.Seq != perAgent {
+		if h, ok, err := tl.Head(context.Background(), a.KeyID); err != nil || !ok || h.Seq != perAgent {
 			t.Errorf("head of %s = %+v, %v, %v; want seq %d", a.KeyID, h, ok, err, perAgent)
 		}
 	}

@@ -30,7 +30,7 @@ func FuzzAppend(f *testing.F) {
 	f.Add(bytes.Replace(next, []byte(`"seq":3`), []byte(`"seq":4`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := tl.Size()
-		head, _, err := tl.Head(a.KeyID)
+		head, _, err := tl.Head(context.Background(), a.KeyID)
 		if err != nil {
 			t.Fatal(err)
 		}

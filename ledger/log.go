@@ -385,14 +385,47 @@ func (l *Log) publish(cp published) {
 	l.changed = make(chan struct{})
 }
 
-// Head returns the agent's head; ok is false if the log has none.
-func (l *Log) Head(keyID string) (h Head, ok bool, err error) {
+// Head returns the agent's head; ok is false if the log has none. The
+// head Head returns is covered by the latest checkpoint (Checkpoint,
+// Size): a head stored by a commit whose checkpoint is not published yet
+// is returned once it is, so that a caller who sees its receipts in the
+// log can prove them against the log's checkpoint and get that
+// checkpoint cosigned. If ctx ends first, Head returns ctx's error.
+func (l *Log) Head(ctx context.Context, keyID string) (h Head, ok bool, err error) {
 	err = l.view(func(tx store.Tx) error {
 		sh, found, err := tx.Head(keyID)
 		h, ok = Head(sh), found
 		return err
 	})
-	return h, ok, err
+	if err != nil || !ok {
+		return h, ok, err
+	}
+	if err := l.awaitSize(ctx, h.Index+1); err != nil {
+		return Head{}, false, fmt.Errorf("the head of key_id %s (seq %d, index %d) is stored but not covered by a checkpoint yet: %w",
+			keyID, h.Seq, h.Index, err)
+	}
+	return h, true, nil
+}
+
+// awaitSize returns once the latest checkpoint's size is at least size,
+// or ctx's error, or ErrClosed once the log is closed.
+func (l *Log) awaitSize(ctx context.Context, size uint64) error {
+	for {
+		l.mu.Lock()
+		cur, changed, stopped := l.cp.size, l.changed, l.stopped
+		l.mu.Unlock()
+		switch {
+		case cur >= size:
+			return nil
+		case stopped:
+			return ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // view runs fn on a snapshot, mapping store failures to ErrStorage.

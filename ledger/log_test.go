@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestAppendProveReopen(t *testing.T) {
 	if !bytes.Equal(tl.Checkpoint(), before) {
 		t.Fatalf("checkpoint after reopen:\n%s\nwant\n%s", tl.Checkpoint(), before)
 	}
-	h, ok, err := tl.Head(a.KeyID)
+	h, ok, err := tl.Head(context.Background(), a.KeyID)
 	if err != nil || !ok || h.Seq != a.Seq {
 		t.Fatalf("Head(a) = %+v, %v, %v; want seq %d", h, ok, err, a.Seq)
 	}

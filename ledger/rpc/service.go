@@ -257,7 +257,7 @@ func (s *Service) GetAgentHead(ctx context.Context, req *connect.Request[ledgerv
 	if !isKeyID(id) {
 		return nil, invalid("key_id %q is not 16 lower-case hex digits, as in receipts", truncate(id, 64))
 	}
-	h, ok, err := s.log.Head(id)
+	h, ok, err := s.log.Head(ctx, id)
 	if err != nil {
 		return nil, s.toConnect(err)
 	}

@@ -14,7 +14,7 @@ type Embedded struct {
 
 // Head returns the log's head for keyID.
 func (e Embedded) Head(ctx context.Context, keyID string) (Head, error) {
-	h, ok, err := e.Log.Head(keyID)
+	h, ok, err := e.Log.Head(ctx, keyID)
 	if err != nil || !ok {
 		return Head{}, err
 	}

@@ -65,7 +65,7 @@ func checkLogHolds(t *testing.T, l *ledger.Log, c *chain, n int) {
 	if diff := cmp.Diff(want, entries); diff != "" {
 		t.Errorf("log entries are not receipts 1..%d in order (-want +got):\n%s", n, diff)
 	}
-	h, ok, err := l.Head(keyID(c.pub()))
+	h, ok, err := l.Head(context.Background(), keyID(c.pub()))
 	if err != nil || (n > 0 && (!ok || h.Seq != uint64(n))) {
 		t.Errorf("log head = %+v, %v, %v; want seq %d", h, ok, err, n)
 	}

@@ -1,6 +1,7 @@
 package station_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -280,7 +281,7 @@ func TestRemoteShipLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if h, ok, err := l.Head(a.KeyID); err != nil || !ok || h.Seq != 15 || l.Size() != 15 {
+	if h, ok, err := l.Head(context.Background(), a.KeyID); err != nil || !ok || h.Seq != 15 || l.Size() != 15 {
 		t.Errorf("remote ledger head %+v, %v, %v, size %d; want seq 15, size 15", h, ok, err, l.Size())
 	}
 }

@@ -14,8 +14,8 @@ type logSource struct{ l *ledger.Log }
 
 func (s logSource) Checkpoint(context.Context) ([]byte, error) { return s.l.Checkpoint(), nil }
 
-func (s logSource) AgentHead(_ context.Context, keyID string) (uint64, bool, error) {
-	h, ok, err := s.l.Head(keyID)
+func (s logSource) AgentHead(ctx context.Context, keyID string) (uint64, bool, error) {
+	h, ok, err := s.l.Head(ctx, keyID)
 	return h.Index, ok, err
 }
 
