@@ -16,16 +16,33 @@ import (
 // maxBatch receipts at a time, and commits each group in one durable
 // transaction with one signed checkpoint. It returns when reqs is closed
 // and drained.
+//
+// In a shared store it also takes on, every refreshEvery and when kicked
+// (see awaitSize), what other ledger servers appended (see refresh).
 func (l *Log) commitLoop() {
 	defer close(l.done)
+	var tick <-chan time.Time
+	if l.store.Shared() {
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	var next *request
 	for {
 		if next == nil {
-			r, ok := <-l.reqs
-			if !ok {
-				return
+			select {
+			case r, ok := <-l.reqs:
+				if !ok {
+					return
+				}
+				next = r
+			case <-l.kick:
+				l.refresh()
+				continue
+			case <-tick:
+				l.refresh()
+				continue
 			}
-			next = r
 		}
 		var batch []*request
 		batch, next = l.collect(next)
@@ -113,10 +130,10 @@ func (l *Log) commit(batch []*request) {
 	var prepared time.Duration
 	err := l.store.Update(func(tx store.Tx) error {
 		defer func() { prepared = time.Since(start) }()
-		if err := l.checkSole(tx); err != nil {
+		if err := l.catchUp(tx); err != nil {
 			return err
 		}
-		b.tx = tx
+		b.tx, b.size = tx, l.size
 		if err := b.readHeads(batch); err != nil {
 			return err
 		}
@@ -166,28 +183,84 @@ func (l *Log) commit(batch []*request) {
 	}
 }
 
-// errOtherWriter is wrapped by the ErrStorage error of an Append when
-// another process appended to the log's database since this Log read it
-// (see checkSole).
-var errOtherWriter = errors.New("another process appended to the log since this one opened it")
+// errShrunk is wrapped by the ErrStorage error of an Append when the
+// stored log is smaller than this Log last saw it.
+var errShrunk = errors.New("the stored log is smaller than this ledger server last saw it")
 
-// checkSole refuses a commit if the stored size is not the committer's:
-// another process has appended to the same PostgreSQL database. (A bbolt
-// file's lock keeps other processes out.) The committer keeps the tree's
-// compact range, size and pending leaf index in memory as the log's only
-// writer, so it must not write over another's leaves or sign a second
-// checkpoint for a size; the store's Update runs under the database's
-// writer lock, so the size read here stays the stored one until commit.
-func (l *Log) checkSole(tx store.Tx) error {
+// refreshEvery is how often the committer of a log in a shared store
+// looks for what other ledger servers appended while it appends nothing.
+const refreshEvery = time.Second
+
+// catchUp makes the committer's tree the stored one before a commit. In
+// a bbolt file it always is: the file's lock keeps other processes out.
+// In a shared store (PostgreSQL) other ledger servers may have appended
+// since this one last committed, and so may a commit of this one whose
+// answer was lost. The store's Update runs under the database's writer
+// lock, so the size read here stays the stored one until this commit
+// ends: the committer reloads the stored tree, so the batch goes on top
+// of it and each tree size is signed once, by the server that committed it.
+func (l *Log) catchUp(tx store.Tx) error {
 	size, err := storedSize(tx)
 	if err != nil {
 		return fmt.Errorf("%w: %s: read size: %w", ErrStorage, l.path, err)
 	}
-	if size != l.size {
-		return fmt.Errorf("%w: %s: %w (stored size %d, this process's %d); run one ledger server per database",
-			ErrStorage, l.path, errOtherWriter, size, l.size)
+	if size == l.size {
+		return nil
 	}
+	return l.reload(tx)
+}
+
+// reload takes on the stored tree of a shared store that another
+// process appended to: its compact range, size, checkpoint and leaf
+// index; it publishes the checkpoint. Only the committer calls it.
+func (l *Log) reload(tx store.Tx) error {
+	if !l.store.Shared() {
+		return fmt.Errorf("%w: %s: the stored size is not %d, the one this process committed; another process wrote to the file",
+			ErrStorage, l.path, l.size)
+	}
+	st, err := readState(tx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+	}
+	switch {
+	case st.size < l.size:
+		return fmt.Errorf("%w: %s: %w (stored size %d, last seen %d); was the database restored from a backup? run ledger fsck",
+			ErrStorage, l.path, errShrunk, st.size, l.size)
+	case !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()):
+		return fmt.Errorf("%w: %s: the stored checkpoint of size %d is not signed by this log key %s",
+			ErrStorage, l.path, st.size, keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
+	}
+	if err := l.index.reload(tx, st.size); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
+	}
+	l.rng, l.size = st.rng, st.size
+	l.publish(published{note: st.note, size: st.size, at: time.Now()})
 	return nil
+}
+
+// refresh takes on what other ledger servers appended to a shared store,
+// so that the checkpoint and the reads of a server that appends nothing
+// itself follow the log. A failure is logged once until refresh works
+// again; the next commit or refresh tries again.
+func (l *Log) refresh() {
+	err := l.store.View(func(tx store.Tx) error {
+		size, err := storedSize(tx)
+		if err != nil {
+			return fmt.Errorf("%w: %s: read size: %w", ErrStorage, l.path, err)
+		}
+		if size == l.size {
+			return nil
+		}
+		return l.reload(tx)
+	})
+	switch {
+	case err == nil:
+		l.refreshErr = ""
+	case err.Error() != l.refreshErr:
+		l.refreshErr = err.Error()
+		l.logger.Warn("cannot read what other ledger servers appended; this one serves the log as of its last checkpoint and tries again",
+			"db", l.path, "size", l.size, "err", err)
+	}
 }
 
 // write stores the accepted receipts of b, their nodes, the part of the
@@ -215,7 +288,7 @@ func (l *Log) write(tx store.Tx, b *batchState) (treeState, error) {
 	if putErr != nil {
 		return treeState{}, putErr
 	}
-	if b.flush, err = l.index.flush(tx, l.size, len(b.added)); err != nil {
+	if b.flush, err = l.index.flush(tx, l.size, b.added); err != nil {
 		return treeState{}, err
 	}
 	for k, h := range b.heads {

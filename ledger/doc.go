@@ -159,18 +159,33 @@
 // version table (ledger_schema), created on first use; the schema, table
 // by table, and its transactions are documented in package
 // ledger/internal/store. Each commit is one transaction that holds the
-// database's writer lock (a PostgreSQL advisory lock) throughout. One Log
-// per database appends: the committer keeps the tree's compact range,
-// size and pending leaf index in memory, as the only writer, so each
-// commit first checks, under that lock, that the stored size is the one
-// it knows, and fails (ErrStorage) if another process appended: it never
-// writes over another's leaves nor signs a second checkpoint of a size.
+// database's writer lock (a PostgreSQL advisory lock) throughout.
+//
+// Several Logs, in several ledger servers, may serve one database: one
+// log. The committer keeps the tree's compact range and size in memory,
+// so each commit first reads, under that lock, the stored size; if another
+// server appended since (or a commit of this one whose answer was lost
+// was applied), it reloads the stored tree, checkpoint and leaf index and
+// publishes that checkpoint before putting its batch on top. Appends from
+// every server are so serialised into one tree, and each size's
+// checkpoint is signed once, by the server that committed it: none writes
+// over another's leaves or signs a second checkpoint of a size. Two
+// servers given forks of one agent's chain at once store one; the other
+// append fails with ErrChain. In PostgreSQL the leaf index is written in
+// the commit that adds the leaves (no pending leaves, see leafindex.go),
+// so every server finds every leaf. A server that appends nothing follows
+// the others: its committer reads the stored size every second, and at
+// once when [Log.Head] reads a head its checkpoint does not cover yet.
+// When the database cannot be reached, appends and reads that need it
+// fail with [ErrUnavailable] (retryable); the published checkpoint is
+// still served.
 //
 // # Errors
 //
 // Every error a [Log] method returns wraps exactly one of [ErrInvalid],
-// [ErrUnknownKey], [ErrChain], [ErrNotFound], [ErrRange], [ErrClosed] and
-// [ErrStorage], for errors.Is; the message says which receipt (position
+// [ErrUnknownKey], [ErrChain], [ErrNotFound], [ErrRange], [ErrClosed],
+// [ErrStorage] and [ErrUnavailable] (which may come with ErrStorage), for
+// errors.Is; the message says which receipt (position
 // in the request, seq, key_id) and what is wrong. [Open] also returns
 // [ErrOtherLog] and [ErrLocked]. Messages are in the ledger's own terms:
 // what a command-line user should do about them is the command's to say.

@@ -45,8 +45,16 @@ import (
 // only after the transaction writing them is durable, so a leaf covered
 // by a published checkpoint is always in one or the other.
 
-// defaultIndexLag is the lag of Open's logs.
+// defaultIndexLag is the lag of Open's logs in a bbolt file.
 const defaultIndexLag = 32768
+
+// In a shared store (PostgreSQL, see store.Store.Shared) the leaf index is
+// not deferred: each commit writes its own leaves (and any pending ones, of
+// a database written by an older bankdoor) and moves "leaves_from" up to
+// the new size. Several ledger servers may append to one database, and a
+// leaf another server committed must be found by every server, none of
+// which holds the others' pending leaves. A B-tree index also takes random
+// keys at no great cost, which is what the deferral saves bbolt.
 
 // indexSlices is the number of slices of the hash space a rotation
 // writes, by the first byte of the leaf hash.
@@ -136,6 +144,7 @@ type pendingLeaf struct {
 type leafIndexer struct {
 	pending *pendingLeaves
 	lag     int
+	atOnce  bool   // a shared store: each commit indexes its own leaves
 	from    uint64 // stored "leaves_from"
 	next    int    // next slice of the rotation under way, 0 if none is
 	mark    uint64 // the log's size when the rotation under way began
@@ -153,13 +162,24 @@ type indexFlush struct {
 // leaves to a log of size leaves: nothing while no rotation is under way
 // and pending holds at most lag leaves; else the next slices, at least one
 // and until at least adding leaves are written, for one turn at most.
-func (x *leafIndexer) flush(tx store.Tx, size uint64, adding int) (indexFlush, error) {
+//
+// In a shared store it writes every pending leaf and the added ones, the
+// leaves from index size on, and "leaves_from" becomes the new size.
+func (x *leafIndexer) flush(tx store.Tx, size uint64, added []item) (indexFlush, error) {
 	f := indexFlush{next: x.next, mark: x.mark, from: x.from}
-	n := x.pending.len()
-	if f.next == 0 && n <= x.lag {
+	switch n := x.pending.len(); {
+	case x.atOnce:
+		for s := range indexSlices {
+			f.written = x.pending.appendSorted(f.written, s)
+		}
+		for i, it := range added {
+			f.written = append(f.written, pendingLeaf{it.leaf, size + uint64(i)})
+		}
+		f.next, f.from = 0, size+uint64(len(added))
+	case f.next == 0 && n <= x.lag:
 		return f, nil
 	}
-	for s := 0; s < indexSlices && (s == 0 || len(f.written) < adding); s++ {
+	for s := 0; !x.atOnce && s < indexSlices && (s == 0 || len(f.written) < len(added)); s++ {
 		if f.next == 0 { // a rotation begins
 			f.mark = size
 		}
@@ -182,17 +202,36 @@ func (x *leafIndexer) flush(tx store.Tx, size uint64, adding int) (indexFlush, e
 }
 
 // committed takes on f and adds added, the leaves from index first on,
-// to pending, once the commit holding both is durable.
+// to pending (unless f indexed them), once the commit holding both is
+// durable.
 func (x *leafIndexer) committed(f indexFlush, added []item, first uint64) {
+	if f.from >= first+uint64(len(added)) {
+		added = nil
+	}
 	x.pending.update(f.written, added, first)
 	x.next, x.mark, x.from = f.next, f.mark, f.from
+}
+
+// reload takes on the leaf index of a log of size leaves that another
+// process appended to: its "leaves_from", and the leaves from there on
+// that the bucket lacks.
+func (x *leafIndexer) reload(tx store.Tx, size uint64) error {
+	from, err := readLeavesFrom(tx, size)
+	if err != nil {
+		return err
+	}
+	if err := x.pending.load(tx, from, size); err != nil {
+		return err
+	}
+	x.from, x.next, x.mark = from, 0, 0
+	return nil
 }
 
 // loadLeafIndex reads "leaves_from" of a log of size leaves (writing it as
 // size if the file predates it: every leaf is in the bucket) and puts the
 // leaves from there on that the bucket lacks in pending.
-func loadLeafIndex(tx store.Tx, size uint64, lag int) (*leafIndexer, error) {
-	x := &leafIndexer{pending: newPendingLeaves(), lag: lag, from: size}
+func loadLeafIndex(tx store.Tx, size uint64, lag int, atOnce bool) (*leafIndexer, error) {
+	x := &leafIndexer{pending: newPendingLeaves(), lag: lag, atOnce: atOnce, from: size}
 	b, err := tx.Meta(store.MetaLeavesFrom)
 	if err != nil {
 		return nil, err
@@ -203,24 +242,47 @@ func loadLeafIndex(tx store.Tx, size uint64, lag int) (*leafIndexer, error) {
 	if x.from, err = parseLeavesFrom(b, size); err != nil {
 		return nil, err
 	}
-	for start := x.from; start < size; start += loadChunk {
+	return x, x.pending.load(tx, x.from, size)
+}
+
+// readLeavesFrom reads meta "leaves_from" of a log of size leaves.
+func readLeavesFrom(tx store.Tx, size uint64) (uint64, error) {
+	b, err := tx.Meta(store.MetaLeavesFrom)
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		return 0, fmt.Errorf("meta %q is missing", store.MetaLeavesFrom)
+	}
+	return parseLeavesFrom(b, size)
+}
+
+// load puts the leaves of indexes from..size-1 that the bucket lacks in
+// p, unless p holds them already.
+func (p *pendingLeaves) load(tx store.Tx, from, size uint64) error {
+	for start := from; start < size; start += loadChunk {
 		ids := make([]compact.NodeID, min(loadChunk, size-start))
 		for j := range ids {
 			ids[j] = compact.NewNodeID(0, start+uint64(j))
 		}
 		hashes, err := nodeHashes(tx, ids)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for j, h := range hashes {
+			if _, ok := p.get(h); ok {
+				continue
+			}
 			if _, ok, err := tx.LeafIndex(h); err != nil {
-				return nil, err
+				return err
 			} else if !ok {
-				x.pending.add([32]byte(h), start+uint64(j))
+				p.mu.Lock()
+				p.add([32]byte(h), start+uint64(j))
+				p.mu.Unlock()
 			}
 		}
 	}
-	return x, nil
+	return nil
 }
 
 // loadChunk is how many leaf hashes loadLeafIndex reads at a time.

@@ -18,9 +18,10 @@ import (
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
 
-// Error kinds. Every error the Log returns wraps exactly one of them, so the
-// RPC edge can map it to a Connect code with errors.Is. The one exception
-// is Append's context error when ctx ends first: it wraps ctx.Err().
+// Error kinds. Every error the Log returns wraps exactly one of them
+// (ErrUnavailable may come with ErrStorage), so the RPC edge can map it to
+// a Connect code with errors.Is. The one exception is the context error
+// of Append or Head when ctx ends first: it wraps ctx.Err().
 var (
 	ErrInvalid    = errors.New("invalid receipt")                           // malformed, oversized, not canonical, bad signature -> InvalidArgument
 	ErrUnknownKey = errors.New("agent key is not enrolled")                 // -> PermissionDenied
@@ -29,6 +30,11 @@ var (
 	ErrRange      = errors.New("out of range")                              // -> OutOfRange / InvalidArgument
 	ErrClosed     = errors.New("ledger is closed")                          // -> Unavailable
 	ErrStorage    = errors.New("ledger storage failed")                     // disk or file trouble; Fsck says more -> Internal
+	// ErrUnavailable: the PostgreSQL database could not be reached or the
+	// connection was lost; trying again later may succeed. It may come
+	// with ErrStorage. An Append that fails with it may have been
+	// committed: sending the receipts again tells. -> Unavailable
+	ErrUnavailable = store.ErrUnavailable
 )
 
 // Errors of Open (and, ErrLocked, of Fsck) besides ErrStorage.
@@ -125,6 +131,8 @@ type Log struct {
 	cpu                  cpuClock     // for lingerNext
 	index                *leafIndexer // its pending leaves are shared with readers
 	indexLag             int
+	refreshErr           string        // refresh's last failure, "" once it works
+	kick                 chan struct{} // asks the committer to refresh now (see awaitSize)
 
 	stats commitStats
 }
@@ -258,6 +266,7 @@ func open(s store.Store, path string, opts Options, indexLag int) (*Log, error) 
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),
 		cosigned: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
 	}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -301,7 +310,7 @@ func (l *Log) load(tx store.Tx) error {
 		return fmt.Errorf("%w: %s holds the log of key %s, not of this log key %s",
 			ErrOtherLog, l.path, logKeyOf(st.note, string(origin)), keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
 	}
-	if l.index, err = loadLeafIndex(tx, st.size, l.indexLag); err != nil {
+	if l.index, err = loadLeafIndex(tx, st.size, l.indexLag, l.store.Shared()); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}
 	l.rng, l.size, l.cp = st.rng, st.size, published{note: st.note, size: st.size, at: time.Now()}
@@ -329,7 +338,7 @@ func (l *Log) create(tx store.Tx) error {
 		}
 	}
 	l.rng, l.size, l.cp = rangeFactory().NewEmptyRange(0), 0, published{note: cp, size: 0, at: time.Now()}
-	l.index = &leafIndexer{pending: newPendingLeaves(), lag: l.indexLag}
+	l.index = &leafIndexer{pending: newPendingLeaves(), lag: l.indexLag, atOnce: l.store.Shared()}
 	return nil
 }
 
@@ -388,9 +397,11 @@ func (l *Log) publish(cp published) {
 // Head returns the agent's head; ok is false if the log has none. The
 // head Head returns is covered by the latest checkpoint (Checkpoint,
 // Size): a head stored by a commit whose checkpoint is not published yet
-// is returned once it is, so that a caller who sees its receipts in the
-// log can prove them against the log's checkpoint and get that
-// checkpoint cosigned. If ctx ends first, Head returns ctx's error.
+// (this server's commit in flight, or another server's on a shared
+// database, which makes the committer catch up at once) is returned once
+// it is, so that a caller who sees its receipts in the log can prove them
+// against the log's checkpoint and get that checkpoint cosigned. If ctx
+// ends first, Head returns ctx's error.
 func (l *Log) Head(ctx context.Context, keyID string) (h Head, ok bool, err error) {
 	err = l.view(func(tx store.Tx) error {
 		sh, found, err := tx.Head(keyID)
@@ -420,6 +431,12 @@ func (l *Log) awaitSize(ctx context.Context, size uint64) error {
 		case stopped:
 			return ErrClosed
 		}
+		if l.store.Shared() { // another server's commit: refresh now
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -439,7 +456,7 @@ func (l *Log) view(fn func(store.Tx) error) error {
 
 // isKind reports whether err already wraps one of the error kinds.
 func isKind(err error) bool {
-	for _, k := range []error{ErrInvalid, ErrUnknownKey, ErrChain, ErrNotFound, ErrRange, ErrClosed, ErrStorage} {
+	for _, k := range []error{ErrInvalid, ErrUnknownKey, ErrChain, ErrNotFound, ErrRange, ErrClosed, ErrStorage, ErrUnavailable} {
 		if errors.Is(err, k) {
 			return true
 		}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/transparency-dev/formats/log"
@@ -76,28 +75,3 @@ func TestFsckClean(t *testing.T) {
 	}
 }
 
-// TestTwoLogsOneDatabase: of two Logs on one PostgreSQL database, the one
-// that did not write the last commit refuses to append (ErrStorage)
-// rather than write over the other's leaves or sign a second checkpoint
-// of a size; the log stays consistent.
-func TestTwoLogsOneDatabase(t *testing.T) {
-	t.Parallel()
-	a := newAgent(1)
-	tl := openTestLogOn(t, onPostgres, 0, a)
-	other := &testLog{path: tl.path, agents: tl.agents, verifier: tl.verifier, opts: tl.opts}
-	other.reopen(t)
-	rs := a.Chain(t, 2)
-	tl.mustAppend(t, rs[0])
-	_, err := other.Append(t.Context(), [][]byte{rs[1]})
-	if !errors.Is(err, ErrStorage) || !errors.Is(err, errOtherWriter) {
-		t.Fatalf("Append through the second Log after the first appended = %v; want ErrStorage naming another process", err)
-	}
-	tl.mustAppend(t, rs[1])
-	if tl.Size() != 2 || other.Size() != 0 {
-		t.Errorf("sizes %d and %d, want 2 and 0", tl.Size(), other.Size())
-	}
-	rep, err := FsckDB(t.Context(), tl.path, tl.opts.DBPassword)
-	if err != nil || rep.Size != 2 {
-		t.Fatalf("FsckDB: %v, %v; want a consistent log of 2", rep, err)
-	}
-}

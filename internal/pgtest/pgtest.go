@@ -337,6 +337,13 @@ func (s *Server) Restart() error {
 	return s.start()
 }
 
+// Down stops the server as Restart does, keeping its data and port; Up
+// starts it again.
+func (s *Server) Down() error { return s.stop() }
+
+// Up starts a server Down stopped.
+func (s *Server) Up() error { return s.start() }
+
 func (s *Server) stop() error {
 	if err := run(s.cred, filepath.Join(s.bin, "pg_ctl"), "-D", s.path("data"), "-w", "-m", "fast", "stop"); err != nil {
 		return fmt.Errorf("pgtest: pg_ctl stop: %w", err)

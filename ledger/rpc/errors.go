@@ -45,6 +45,8 @@ func codeOf(err error) (connect.Code, string) {
 		return connect.CodeOutOfRange, ""
 	case errors.Is(err, ledger.ErrClosed):
 		return connect.CodeUnavailable, "retry when the ledger server is back"
+	case errors.Is(err, ledger.ErrUnavailable):
+		return connect.CodeUnavailable, "the ledger server cannot reach its database; retry (an append may have been committed: sending it again is harmless)"
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled, ""
 	case errors.Is(err, context.DeadlineExceeded):

@@ -105,6 +105,9 @@ func (s *Bolt) init(readOnly bool) error {
 // Path returns the file's path.
 func (s *Bolt) Path() string { return s.path }
 
+// Shared is false: a bbolt file is held by one process at a time.
+func (s *Bolt) Shared() bool { return false }
+
 // Close closes the file.
 func (s *Bolt) Close() error { return s.db.Close() }
 

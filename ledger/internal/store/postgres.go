@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -75,18 +79,21 @@ func OpenPostgres(ctx context.Context, connString, password string, readOnly boo
 		cfg.ConnConfig.Password = password
 	}
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if cfg.ConnConfig.ConnectTimeout == 0 { // connect_timeout not given
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "bankdoor ledger"
 	}
 	name := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger database %s: %w", name, err)
+		return nil, fmt.Errorf("open ledger database %s: %w", name, classify(err))
 	}
 	s := &Postgres{pool: pool, name: name, readOnly: readOnly}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open ledger database %s: %w", name, err)
+		return nil, fmt.Errorf("open ledger database %s: %w", name, classify(err))
 	}
 	return s, nil
 }
@@ -136,6 +143,42 @@ func (s *Postgres) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
+// defaultConnectTimeout bounds making a connection when the connection
+// string gives no connect_timeout: a server that does not answer fails
+// the operation in this time rather than the operating system's.
+const defaultConnectTimeout = 10 * time.Second
+
+// classify wraps err with ErrUnavailable if it says the server could not
+// be reached or the connection was lost (see unreachable).
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || !unreachable(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// unreachable reports whether err is a connection's failure rather than
+// the database's answer: no connection could be made, it broke, timed
+// out, or the server is shutting down, starting, or out of connections
+// (SQLSTATE class 08, 57P01-57P03, 53300).
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// Shared is true: other processes may write to the database.
+func (s *Postgres) Shared() bool { return true }
+
 // Name returns the database's URL without its password.
 func (s *Postgres) Name() string { return s.name }
 
@@ -150,10 +193,10 @@ func (s *Postgres) View(fn func(Tx) error) error {
 	ctx := context.Background()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
+		return fmt.Errorf("%s: %w", s.name, classify(err))
 	}
 	defer tx.Rollback(ctx)
-	return fn(&pgTx{ctx: ctx, tx: tx})
+	return classify(fn(&pgTx{ctx: ctx, tx: tx}))
 }
 
 // Update runs fn in a transaction holding the writer lock and commits
@@ -165,21 +208,21 @@ func (s *Postgres) Update(fn func(Tx) error) error {
 	ctx := context.Background()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
+		return fmt.Errorf("%s: %w", s.name, classify(err))
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", writerLock); err != nil {
-		return fmt.Errorf("%s: taking the writer lock: %w", s.name, err)
+		return fmt.Errorf("%s: taking the writer lock: %w", s.name, classify(err))
 	}
 	t := &pgTx{ctx: ctx, tx: tx, w: newWrites()}
 	if err := fn(t); err != nil {
-		return err
+		return classify(err)
 	}
 	if err := t.flush(); err != nil {
-		return err
+		return classify(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("%s: commit: %w", s.name, err)
+		return fmt.Errorf("%s: commit: %w", s.name, classify(err))
 	}
 	return nil
 }

@@ -147,7 +147,17 @@ type Store interface {
 	View(fn func(Tx) error) error
 	Update(fn func(Tx) error) error
 	Close() error
+	// Shared reports whether other processes may write to the store
+	// while this one has it open: true for PostgreSQL, false for a
+	// bbolt file, which one process holds at a time.
+	Shared() bool
 }
+
+// ErrUnavailable is wrapped by the errors of a store that could not be
+// reached: a database connection that could not be made or was lost, or
+// a server shutting down or refusing connections. Trying again later may
+// succeed; if it was a commit that failed, it may have been applied.
+var ErrUnavailable = errors.New("the ledger database is unreachable")
 
 // Tx reads and writes one transaction. Slices returned by getters belong
 // to the caller; slices passed to ForEach callbacks are valid only during
