@@ -74,4 +74,3 @@ func TestFsckClean(t *testing.T) {
 		t.Fatalf("report %v", rep)
 	}
 }
-
