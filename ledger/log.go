@@ -114,6 +114,7 @@ type Log struct {
 	closed  bool
 	reqs    chan *request
 	done    chan struct{} // closed when the committer has returned
+	kick    chan struct{} // asks the committer to refresh now (see awaitSize)
 
 	// mu guards the published checkpoint and the channel Watch waits on.
 	mu       sync.Mutex
@@ -131,8 +132,7 @@ type Log struct {
 	cpu                  cpuClock     // for lingerNext
 	index                *leafIndexer // its pending leaves are shared with readers
 	indexLag             int
-	refreshErr           string        // refresh's last failure, "" once it works
-	kick                 chan struct{} // asks the committer to refresh now (see awaitSize)
+	refreshErr           string // refresh's last failure, "" once it works
 
 	stats commitStats
 }

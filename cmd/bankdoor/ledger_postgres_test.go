@@ -26,8 +26,14 @@ var pg pgtest.Shared
 // of pg, its password in a --db-password-file.
 func newPostgresLedgerWorld(t *testing.T) *ledgerWorld {
 	t.Helper()
+	return newPostgresLedgerWorldOn(t, pg.Server(t))
+}
+
+// newPostgresLedgerWorldOn is newPostgresLedgerWorld on server srv.
+func newPostgresLedgerWorldOn(t *testing.T, srv *pgtest.Server) *ledgerWorld {
+	t.Helper()
 	w := newLedgerWorld(t)
-	db := pg.NewDB(t)
+	db := srv.NewDB(t)
 	pw := filepath.Join(w.dir, "db-password")
 	if err := os.WriteFile(pw, []byte(db.Password+"\n"), 0o600); err != nil {
 		t.Fatal(err)

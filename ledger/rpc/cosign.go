@@ -1,9 +1,11 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"connectrpc.com/connect"
 	"golang.org/x/mod/sumdb/note"
@@ -25,6 +27,10 @@ type cosigning struct {
 	logKey    note.Verifier
 	witnesses []note.Verifier // AddCosignature accepts lines by these keys
 	store     *ledger.CosignatureStore
+
+	mu       sync.Mutex
+	last     []byte // the checkpoint of the last cosigned note served
+	cosigned []byte // that note
 }
 
 // Cosign makes the service serve witness cosignatures and accept them:
@@ -62,6 +68,8 @@ func UniqueWitnesses(witnesses []note.Verifier) error {
 }
 
 // checkpoint returns the latest checkpoint with its stored cosignatures.
+// While the database cannot be read it returns the note it last served
+// for that checkpoint, or the checkpoint with the log's signature only.
 func (s *Service) checkpoint() ([]byte, error) {
 	cp := s.log.Checkpoint()
 	if len(cp) == 0 {
@@ -70,11 +78,23 @@ func (s *Service) checkpoint() ([]byte, error) {
 	if s.cosign == nil {
 		return cp, nil
 	}
-	cp, err := anchor.Cosigned(cp, s.cosign.logKey, s.cosign.store)
-	if err != nil {
-		return nil, s.toConnect(err)
+	c := s.cosign
+	cosigned, err := anchor.Cosigned(cp, c.logKey, c.store)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.last, c.cosigned = cp, cosigned
+		return cosigned, nil
+	case errors.Is(err, ledger.ErrUnavailable) && bytes.Equal(cp, c.last):
+		return c.cosigned, nil
+	case errors.Is(err, ledger.ErrUnavailable):
+		// The database is down: the log's own signature is what can be
+		// served; a client that needs cosignatures asks again.
+		s.logger.Warn("serving the checkpoint without its cosignatures: the database is unreachable", "err", err)
+		return cp, nil
 	}
-	return cp, nil
+	return nil, s.toConnect(err)
 }
 
 // cosignatureAdded returns a channel closed when a cosignature is next
