@@ -64,7 +64,11 @@
 // and at commit as one multi-row upsert per table (INSERT ... SELECT FROM
 // unnest(...) ON CONFLICT DO UPDATE), in one round trip. The ForEach
 // methods read pageRows rows per query (keyset pagination in key order),
-// so they stream a table of any size in bounded memory.
+// so they stream a table of any size in bounded memory. Errors that say
+// the server could not be reached or the connection broke (no connection
+// made, a network error or timeout, SQLSTATE class 08, 57P01-57P03,
+// 53300) wrap ErrUnavailable; a connection is given 10 s to be made
+// unless the connection string sets connect_timeout.
 //
 // # Versioning
 //
