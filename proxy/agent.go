@@ -264,9 +264,10 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 		endSpan(rs)
 		if err != nil {
 			r.release(f.id)
-			r.replyError(f.id, codeInternalError, "bankdoor: not forwarded: the receipt could not be written: "+err.Error(), nil)
 			f.trace.fail("receipt_failed")
-			r.stop(fmt.Errorf("writing a receipt: %w", err))
+			r.stopAnswering(fmt.Errorf("writing a receipt: %w", err), func() {
+				r.replyError(f.id, codeInternalError, "bankdoor: not forwarded: the receipt could not be written: "+err.Error(), nil)
+			})
 			return
 		}
 	}
@@ -401,11 +402,12 @@ func (r *Relay) denyTraced(t *reqTrace, id jsontext.Value, raw []byte, dn *denia
 	endSpan(rs)
 	defer t.denied(dn.code, dn.rule, rid)
 	if err != nil {
-		r.stop(fmt.Errorf("writing a receipt: %w", err))
 		r.log.Error("cannot record a receipt; stopping", "err", err)
-		if id != nil {
-			r.replyError(id, codeInternalError, "bankdoor: denied, and the receipt could not be written: "+err.Error(), nil)
-		}
+		r.stopAnswering(fmt.Errorf("writing a receipt: %w", err), func() {
+			if id != nil {
+				r.replyError(id, codeInternalError, "bankdoor: denied, and the receipt could not be written: "+err.Error(), nil)
+			}
+		})
 		return
 	}
 	r.log.Info("denied", "rule", dn.rule, "tool", dn.tool, "receipt", rid)

@@ -215,12 +215,21 @@ func isExit(err error) bool {
 
 // stop stops the relay for err: from now on nothing is forwarded to the
 // server, and Run returns err.
-func (r *Relay) stop(err error) {
+func (r *Relay) stop(err error) { r.stopAnswering(err, nil) }
+
+// stopAnswering is stop that calls answer (e.g. to write the agent the
+// error of the request that made the relay stop) after nothing more can
+// be forwarded and before Run may return, which closes the agent's
+// stream.
+func (r *Relay) stopAnswering(err error, answer func()) {
 	r.mu.Lock()
 	if r.stopped == nil {
 		r.stopped = err
 	}
 	r.mu.Unlock()
+	if answer != nil {
+		answer()
+	}
 	select {
 	case r.fatal <- err:
 	default:
