@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -88,6 +89,9 @@ func fsck(ctx context.Context, tx store.Tx, rep *FsckReport) error {
 		}
 		return f.entry(i, size, data)
 	})
+	if err == nil {
+		err = f.check()
+	}
 	if err != nil {
 		return err
 	}
@@ -134,7 +138,9 @@ func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
 	return size, cp, nil
 }
 
-// fscker recomputes the log from its entries.
+// fscker recomputes the log from its entries. It reads the leaf index
+// and the stored nodes of fsckBatch entries at a time, so that a database
+// takes a few queries per batch rather than a few per entry.
 type fscker struct {
 	tx         store.Tx
 	rng        *compact.Range
@@ -142,34 +148,98 @@ type fscker struct {
 	nodes      uint64
 	leavesFrom uint64 // every leaf below is in the leaf index
 	indexed    uint64 // leaves found in the leaf index
-	err        error  // first node mismatch
+	next       uint64 // the index the next entry must have
+	batch      []fsckEntry
 }
 
+// fsckBatch is how many entries fscker checks together.
+const fsckBatch = 512
+
+// fsckEntry is an entry waiting in fscker's batch.
+type fsckEntry struct {
+	i    uint64
+	data []byte
+	leaf []byte
+}
+
+// entry takes entry i of a log of size leaves, checking the batch it
+// completes.
 func (f *fscker) entry(i, size uint64, data []byte) error {
-	if i != f.rng.End() {
-		return corrupt("entry %d is missing", f.rng.End())
+	if i != f.next {
+		return corrupt("entry %d is missing", f.next)
 	}
 	if i >= size {
 		return corrupt("entry %d is beyond the stored size %d", i, size)
 	}
-	leaf := hasher.HashLeaf(data)
-	switch idx, ok, err := f.tx.LeafIndex(leaf); {
-	case err != nil:
-		return err
-	case !ok && i < f.leavesFrom:
-		return corrupt("entry %d: its leaf hash %x is not in the leaf index, which holds every leaf below %d", i, leaf, f.leavesFrom)
-	case ok && idx != i:
-		return corrupt("entry %d: the leaf index maps its leaf hash %x to %d", i, leaf, idx)
-	case ok:
-		f.indexed++
+	f.next++
+	f.batch = append(f.batch, fsckEntry{i: i, data: slices.Clone(data), leaf: hasher.HashLeaf(data)})
+	if len(f.batch) == fsckBatch {
+		return f.check()
 	}
-	if err := f.chain(i, data); err != nil {
+	return nil
+}
+
+// check checks the batch of entries, in order: each one's leaf index
+// entry, that it extends its agent's chain, and the tree nodes it
+// completes. The first inconsistency is the error.
+func (f *fscker) check() error {
+	batch := f.batch
+	f.batch = f.batch[:0]
+	if len(batch) == 0 {
+		return nil
+	}
+	leaves := make([][]byte, len(batch))
+	for k, e := range batch {
+		leaves[k] = e.leaf
+	}
+	indexes, indexed, err := f.tx.LeafIndexes(leaves)
+	if err != nil {
 		return err
 	}
-	if err := f.rng.Append(leaf, f.checkNode); err != nil {
+	type node struct {
+		entry int // the position in batch of the entry that completed it
+		id    compact.NodeID
+		hash  []byte
+	}
+	var nodes []node
+	var ids []compact.NodeID
+	for k, e := range batch {
+		err := f.rng.Append(e.leaf, func(id compact.NodeID, h []byte) {
+			nodes, ids = append(nodes, node{k, id, slices.Clone(h)}), append(ids, id)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	stored, err := f.tx.Nodes(ids)
+	if err != nil {
 		return err
 	}
-	return f.err
+	n := 0
+	for k, e := range batch {
+		switch idx, ok := indexes[k], indexed[k]; {
+		case !ok && e.i < f.leavesFrom:
+			return corrupt("entry %d: its leaf hash %x is not in the leaf index, which holds every leaf below %d", e.i, e.leaf, f.leavesFrom)
+		case ok && idx != e.i:
+			return corrupt("entry %d: the leaf index maps its leaf hash %x to %d", e.i, e.leaf, idx)
+		case ok:
+			f.indexed++
+		}
+		if err := f.chain(e.i, e.data); err != nil {
+			return err
+		}
+		for ; n < len(nodes) && nodes[n].entry == k; n++ {
+			f.nodes++
+			id := nodes[n].id
+			switch {
+			case stored[n] == nil:
+				return corrupt("node (level %d, index %d) is missing", id.Level, id.Index)
+			case !bytes.Equal(stored[n], nodes[n].hash):
+				return corrupt("node (level %d, index %d) is %x, want %x", id.Level, id.Index, stored[n], nodes[n].hash)
+			}
+		}
+	}
+	return nil
 }
 
 // chain checks that entry i extends its agent's chain.
@@ -189,23 +259,6 @@ func (f *fscker) chain(i uint64, data []byte) error {
 	}
 	f.heads[r.KeyID] = Head{Seq: r.Seq, SHA256: receipt.Hash(data), Index: i}
 	return nil
-}
-
-// checkNode compares a recomputed complete node with the stored one.
-func (f *fscker) checkNode(id compact.NodeID, hash []byte) {
-	f.nodes++
-	if f.err != nil {
-		return
-	}
-	stored, err := f.tx.Node(id)
-	switch {
-	case err != nil:
-		f.err = err
-	case stored == nil:
-		f.err = corrupt("node (level %d, index %d) is missing", id.Level, id.Index)
-	case !bytes.Equal(stored, hash):
-		f.err = corrupt("node (level %d, index %d) is %x, want %x", id.Level, id.Index, stored, hash)
-	}
 }
 
 // finish checks that the leaf index, the nodes and the heads hold nothing

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +147,56 @@ func TestFsckHeldOrMissing(t *testing.T) {
 	}
 	if _, err := Fsck(context.Background(), filepath.Join(t.TempDir(), "none.db")); err == nil {
 		t.Error("Fsck of a missing file succeeded")
+	}
+}
+
+// TestFsckAcrossBatches: fsck reads the leaf index and the nodes of
+// fsckBatch entries at a time; it still names the first inconsistency
+// when it is in a later batch, or when an earlier entry of the same batch
+// completes a wrong node and a later one has a wrong leaf index entry.
+func TestFsckAcrossBatches(t *testing.T) {
+	t.Parallel()
+	a := newAgent(1)
+	tl := openTestLog(t, 0, a)
+	n := 2*fsckBatch + 100
+	rs := a.Chain(t, n)
+	for i := 0; i < n; i += 500 {
+		tl.mustAppend(t, rs[i:min(i+500, n)]...)
+	}
+	tl.Close()
+	good, err := os.ReadFile(tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := uint64(fsckBatch + 37)
+	for _, tt := range []corruption{
+		{"node in the second batch", put("nodes", store.NodeKey(compact.NewNodeID(0, late)), make([]byte, 32)),
+			fmt.Sprintf("node (level 0, index %d) is 0000", late)},
+		{"leaf index in the third batch", put("leaves", hasher.HashLeaf(rs[2*fsckBatch+5]), store.IndexKey(3)),
+			fmt.Sprintf("entry %d: the leaf index maps", 2*fsckBatch+5)},
+		{"node before a leaf index in one batch", func(tx *bolt.Tx) error {
+			return errors.Join(put("nodes", store.NodeKey(compact.NewNodeID(1, late/2)), make([]byte, 32))(tx),
+				put("leaves", hasher.HashLeaf(rs[late+10]), store.IndexKey(3))(tx))
+		}, fmt.Sprintf("node (level 1, index %d) is 0000", late/2)},
+		{"entry missing in the second batch", del("entries", store.IndexKey(late)), fmt.Sprintf("entry %d is missing", late)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			if err := os.WriteFile(path, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(tt.edit); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			_, err = Fsck(context.Background(), path)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Fsck = %v; want ErrCorrupt saying %q", err, tt.want)
+			}
+		})
 	}
 }

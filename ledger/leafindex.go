@@ -269,18 +269,17 @@ func (p *pendingLeaves) load(tx store.Tx, from, size uint64) error {
 		if err != nil {
 			return err
 		}
+		_, indexed, err := tx.LeafIndexes(hashes)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
 		for j, h := range hashes {
-			if _, ok := p.get(h); ok {
-				continue
-			}
-			if _, ok, err := tx.LeafIndex(h); err != nil {
-				return err
-			} else if !ok {
-				p.mu.Lock()
+			if !indexed[j] {
 				p.add([32]byte(h), start+uint64(j))
-				p.mu.Unlock()
 			}
 		}
+		p.mu.Unlock()
 	}
 	return nil
 }

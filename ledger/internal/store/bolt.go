@@ -188,6 +188,17 @@ func (t boltTx) LeafIndex(h []byte) (uint64, bool, error) {
 	return i, true, nil
 }
 
+func (t boltTx) LeafIndexes(hs [][]byte) ([]uint64, []bool, error) {
+	idx, found := make([]uint64, len(hs)), make([]bool, len(hs))
+	for k, h := range hs {
+		var err error
+		if idx[k], found[k], err = t.LeafIndex(h); err != nil {
+			return nil, nil, err
+		}
+	}
+	return idx, found, nil
+}
+
 func (t boltTx) PutLeafIndex(h []byte, i uint64) error {
 	return t.put(bucketLeaves, h, IndexKey(i), fillRandom)
 }

@@ -489,6 +489,33 @@ func (t *pgTx) LeafIndex(h []byte) (uint64, bool, error) {
 	return uint64(i), found, err
 }
 
+func (t *pgTx) LeafIndexes(hs [][]byte) ([]uint64, []bool, error) {
+	if err := t.flush(); err != nil {
+		return nil, nil, err
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT hash, idx FROM ledger_leaves WHERE hash = ANY($1)", hs)
+	if err != nil {
+		return nil, nil, err
+	}
+	byHash := make(map[string]int64, len(hs))
+	var h []byte
+	var i int64
+	_, err = pgx.ForEachRow(rows, []any{&h, &i}, func() error {
+		byHash[string(h)] = i
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, found := make([]uint64, len(hs)), make([]bool, len(hs))
+	for k, h := range hs {
+		var v int64
+		v, found[k] = byHash[string(h)]
+		idx[k] = uint64(v)
+	}
+	return idx, found, nil
+}
+
 func (t *pgTx) PutLeafIndex(h []byte, i uint64) error {
 	if err := t.writable(); err != nil {
 		return err

@@ -177,6 +177,10 @@ type Tx interface {
 	ForEachEntry(start uint64, fn func(index uint64, data []byte) error) error
 
 	LeafIndex(leafHash []byte) (index uint64, ok bool, err error)
+	// LeafIndexes returns LeafIndex of each of leafHashes, in order (found
+	// false for a missing one), in one read where the backend can (Open's
+	// and fsck's checks of many leaves).
+	LeafIndexes(leafHashes [][]byte) (indexes []uint64, found []bool, err error)
 	PutLeafIndex(leafHash []byte, index uint64) error
 	ForEachLeaf(fn func(leafHash []byte, index uint64) error) error
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -134,6 +135,10 @@ func testRoundTrip(t *testing.T, s Store) {
 	mustView(t, s, func(tx Tx) error {
 		if i, ok, err := tx.LeafIndex(hash(7)); i != 1 || !ok || err != nil {
 			t.Errorf("LeafIndex = %d, %v, %v; want 1, true, nil", i, ok, err)
+		}
+		idx, found, err := tx.LeafIndexes([][]byte{hash(8), hash(7), hash(7)})
+		if err != nil || !slices.Equal(idx, []uint64{0, 1, 1}) || !slices.Equal(found, []bool{false, true, true}) {
+			t.Errorf("LeafIndexes = %v, %v, %v; want [0 1 1], [false true true]", idx, found, err)
 		}
 		heads, err := tx.Heads([]string{"0123456789abcdef", "fedcba9876543210"})
 		want := map[string]Head{"0123456789abcdef": {Seq: 1<<53 - 1, SHA256: [32]byte{1, 2}, Index: 1}}
