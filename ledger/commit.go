@@ -243,16 +243,7 @@ func (l *Log) reload(tx store.Tx) error {
 // itself follow the log. A failure is logged once until refresh works
 // again; the next commit or refresh tries again.
 func (l *Log) refresh() {
-	err := l.store.View(func(tx store.Tx) error {
-		size, err := storedSize(tx)
-		if err != nil {
-			return fmt.Errorf("%w: %s: read size: %w", ErrStorage, l.path, err)
-		}
-		if size == l.size {
-			return nil
-		}
-		return l.reload(tx)
-	})
+	err := l.store.View(l.catchUp)
 	switch {
 	case err == nil:
 		l.refreshErr = ""

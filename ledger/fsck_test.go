@@ -22,6 +22,27 @@ type corruption struct {
 	want string // Fsck's error must say this
 }
 
+// check applies the corruption to a copy of the ledger file good and
+// checks what Fsck says of it.
+func (c corruption) check(t *testing.T, good []byte) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(c.edit); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Fsck(context.Background(), path)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Fsck = %v; want ErrCorrupt naming %s and saying %q", err, path, c.want)
+	}
+}
+
 func put(bucket string, k, v []byte) func(*bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Put(k, v) }
 }
@@ -96,24 +117,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 		}, "entry 8 (seq 10, key_id " + a.KeyID + ") does not extend"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			if err := os.WriteFile(path, good, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Update(tt.edit); err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
-			_, err = Fsck(context.Background(), path)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
-				t.Errorf("Fsck = %v; want ErrCorrupt naming %s and saying %q", err, path, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, good) })
 	}
 }
 
@@ -180,23 +184,6 @@ func TestFsckAcrossBatches(t *testing.T) {
 		}, fmt.Sprintf("node (level 1, index %d) is 0000", late/2)},
 		{"entry missing in the second batch", del("entries", store.IndexKey(late)), fmt.Sprintf("entry %d is missing", late)},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			if err := os.WriteFile(path, good, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Update(tt.edit); err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
-			_, err = Fsck(context.Background(), path)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Fsck = %v; want ErrCorrupt saying %q", err, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, good) })
 	}
 }

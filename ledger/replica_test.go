@@ -271,11 +271,7 @@ func TestReplicasRaceOneChain(t *testing.T) {
 // lost. It has a server of its own, which it stops.
 func TestPostgresDown(t *testing.T) {
 	t.Parallel()
-	srv, err := pgtest.Start(t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	srv := pgtest.Private(t)
 	agents := []*agent{newAgent(1), newAgent(2), newAgent(3), newAgent(4)}
 	ls := replicas(t, srv, 1, agents...)
 	l := ls[0]

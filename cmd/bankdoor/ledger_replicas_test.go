@@ -177,11 +177,7 @@ func TestLedgerReplicasKill(t *testing.T) {
 // server of its own.
 func TestLedgerPostgresDown(t *testing.T) {
 	t.Parallel()
-	srv, err := pgtest.Start(t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	srv := pgtest.Private(t)
 	w := newPostgresLedgerWorldOn(t, srv)
 	b := newBurst(t, w, 8, 30, 2)
 	s := w.serve()

@@ -380,6 +380,22 @@ func run(cred *syscall.Credential, name string, args ...string) error {
 	return nil
 }
 
+// Private starts a server of tb's own (for a test that stops it, say),
+// stopped when tb ends; a failure to start fails tb.
+func Private(tb testing.TB) *Server {
+	tb.Helper()
+	srv, err := Start(tb.Logf)
+	if err != nil {
+		tb.Fatalf("starting a PostgreSQL of the test's own: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			tb.Errorf("stopping the test's PostgreSQL: %v", err)
+		}
+	})
+	return srv
+}
+
 // Shared is one Server for the tests of one test binary, started by the
 // first NewDB. Declare it in a _test.go file and call Stop from TestMain
 // after m.Run.
