@@ -138,6 +138,16 @@ func loadRange(tx store.Tx, size uint64) (*compact.Range, error) {
 	return rangeFactory().NewRange(0, size, hashes)
 }
 
+// storedRoot recomputes the root of the tree of size from tx's stored
+// nodes.
+func storedRoot(tx store.Tx, size uint64) ([]byte, error) {
+	rng, err := loadRange(tx, size)
+	if err != nil {
+		return nil, err
+	}
+	return rootOf(rng)
+}
+
 // rootOf returns the RFC 6962 root of a range starting at 0.
 func rootOf(rng *compact.Range) ([]byte, error) {
 	if rng.End() == 0 {

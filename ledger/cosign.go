@@ -115,12 +115,10 @@ func (l *Log) CheckpointAt(size uint64) ([]byte, error) {
 		if size > cur {
 			return fmt.Errorf("%w: no checkpoint of size %d: the log has %d entries", ErrRange, size, cur)
 		}
-		rng, err := loadRange(tx, size)
-		if err != nil {
+		if root, err = storedRoot(tx, size); err != nil {
 			return fmt.Errorf("%w: %w", ErrStorage, err)
 		}
-		root, err = rootOf(rng)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

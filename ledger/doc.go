@@ -105,6 +105,7 @@
 //	              "size"                                tree size
 //	              "checkpoint"                          the latest signed checkpoint note, log signature only
 //	              "leaves_from"                         leaf index: every leaf below it is in bucket leaves
+//	              "copy_incomplete"                     only while [Copy] writes the store: what it copies, from when
 //
 // Bucket leaves lags behind the entries: the committer keeps the leaves
 // it has not indexed yet in memory, at most 32,768 plus one batch, and
@@ -150,6 +151,20 @@
 // [Fsck] recomputes everything derivable from the entries and names the
 // first inconsistency.
 //
+// # Copying
+//
+// [Copy] moves a log to another store (a bbolt file into PostgreSQL, say)
+// without its log key: it copies every keyspace's stored bytes as they
+// are, so the signed checkpoint and the witnesses' cosignatures stay
+// valid, and writes the leaf index whole ("leaves_from" is the size). It
+// writes in bounded transactions: the first sets meta "copy_incomplete",
+// the meta follow the rows, and the last, once the copy's roots at every
+// checkpointed size (the latest and each one a witness cosigned) match
+// the source's and Fsck finds the copy consistent, deletes
+// "copy_incomplete". [Open], [Fsck] and [Copy] refuse a store that still
+// has it (ErrIncompleteCopy): a copy that stopped halfway holds part of a
+// log at most. Nothing resumes it: empty the store and copy again.
+//
 // # PostgreSQL
 //
 // [Open] of a postgres:// or postgresql:// URL keeps the same seven
@@ -187,6 +202,7 @@
 // [ErrStorage] and [ErrUnavailable] (which may come with ErrStorage), for
 // errors.Is; the message says which receipt (position
 // in the request, seq, key_id) and what is wrong. [Open] also returns
-// [ErrOtherLog] and [ErrLocked]. Messages are in the ledger's own terms:
+// [ErrOtherLog], [ErrLocked] and [ErrIncompleteCopy]; [Copy] returns
+// [ErrNotEmpty] too. Messages are in the ledger's own terms:
 // what a command-line user should do about them is the command's to say.
 package ledger

@@ -46,7 +46,7 @@ func (r *FsckReport) String() string {
 // size of the stored checkpoint. Signatures are not checked: Fsck has no
 // keys; verify the checkpoint with the log's .vkey and the receipts with
 // bankdoor verify. The error names the first inconsistency and wraps
-// ErrCorrupt.
+// ErrCorrupt; for a store a Copy did not finish, also ErrIncompleteCopy.
 func Fsck(ctx context.Context, path string) (*FsckReport, error) {
 	return FsckDB(ctx, path, "")
 }
@@ -62,7 +62,14 @@ func FsckDB(ctx context.Context, db, password string) (*FsckReport, error) {
 	}
 	defer s.Close()
 	rep := &FsckReport{Path: path}
-	err = s.View(func(tx store.Tx) error { return fsck(ctx, tx, rep) })
+	err = s.View(func(tx store.Tx) error {
+		if err := checkCopied(tx); errors.Is(err, ErrIncompleteCopy) {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		} else if err != nil {
+			return err
+		}
+		return fsck(ctx, tx, rep)
+	})
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", path, err)
 	}

@@ -180,9 +180,10 @@ func rangeFactory() *compact.RangeFactory {
 // Open opens or creates the log in db: a bbolt file's path, or a
 // PostgreSQL database's postgres:// or postgresql:// URL (see the package
 // doc), whose password is Options.DBPassword. It refuses a log made with
-// a different origin or log key (ErrOtherLog), one of an unknown storage
-// format version, and one whose stored nodes do not match its checkpoint
-// (ErrStorage; run Fsck to find out why). If another process has the
+// a different origin or log key (ErrOtherLog), a store a Copy did not
+// finish (ErrIncompleteCopy), one of an unknown storage format version,
+// and one whose stored nodes do not match its checkpoint (ErrStorage;
+// run Fsck to find out why). If another process has the
 // bbolt file open, Open fails after Options.LockWait (ErrLocked).
 func Open(db string, opts Options) (*Log, error) {
 	return openPath(db, opts, defaultIndexLag)
@@ -284,6 +285,9 @@ func open(s store.Store, path string, opts Options, indexLag int) (*Log, error) 
 // load initialises an empty store, or checks an existing one and reads
 // its tree state.
 func (l *Log) load(tx store.Tx) error {
+	if err := checkCopied(tx); err != nil { // before create takes it for an empty store
+		return fmt.Errorf("%s: %w", l.path, err)
+	}
 	version, err := tx.Meta(store.MetaVersion)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)

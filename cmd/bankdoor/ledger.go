@@ -15,6 +15,7 @@ Commands:
     bankdoor ledger serve --db PATH|URL [--db-password-file FILE|--db-password-env VAR] --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR
                           [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]
     bankdoor ledger fsck --db PATH|URL [--db-password-file FILE|--db-password-env VAR]
+    bankdoor ledger copy --from bolt:PATH --to postgres://USER@HOST[:PORT]/DBNAME [--db-password-file FILE|--db-password-env VAR]
 
 Run "bankdoor ledger COMMAND -h" for the flags of one command.
 `
@@ -32,6 +33,7 @@ func cmdLedger(e *env, args []string) int {
 		"keygen": cmdLedgerKeygen,
 		"serve":  cmdLedgerServe,
 		"fsck":   cmdLedgerFsck,
+		"copy":   cmdLedgerCopy,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

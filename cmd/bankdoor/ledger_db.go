@@ -12,18 +12,27 @@ import (
 
 // dbFlags are --db, the ledger's bbolt file or PostgreSQL URL, and the
 // flags that give the database's password. The password is never taken
-// from the command line, where process listings show it.
+// from the command line, where process listings show it. ledger copy
+// names the URL --to (see registerAs).
 type dbFlags struct {
 	db, passwordFile, passwordEnv string
+	name                          string // the flag of db, "db" unless registerAs said otherwise
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&f.db, "db", "", what+": a bbolt file's path, or a PostgreSQL database's postgres://USER@HOST[:PORT]/DBNAME URL, without a password (required)")
+	f.registerAs(fs, "db", what+": a bbolt file's path, or a PostgreSQL database's postgres://USER@HOST[:PORT]/DBNAME URL, without a password (required)")
+}
+
+// registerAs registers the database's flag as --name with usage, and the
+// password flags.
+func (f *dbFlags) registerAs(fs *flag.FlagSet, name, usage string) {
+	f.name = name
+	fs.StringVar(&f.db, name, "", usage)
 	fs.StringVar(&f.passwordFile, "db-password-file", "", "read the PostgreSQL password from this file (mode 0600; one line)")
 	fs.StringVar(&f.passwordEnv, "db-password-env", "", "read the PostgreSQL password from this environment variable (without either, PGPASSWORD or ~/.pgpass)")
 }
 
-// postgres reports whether --db is a PostgreSQL URL.
+// postgres reports whether the database is a PostgreSQL URL.
 func (f *dbFlags) postgres() bool {
 	return strings.HasPrefix(f.db, "postgres://") || strings.HasPrefix(f.db, "postgresql://")
 }
@@ -36,17 +45,17 @@ const maxPasswordFile = 4096
 func (f *dbFlags) password() (string, error) {
 	if !f.postgres() {
 		if f.passwordFile != "" || f.passwordEnv != "" {
-			return "", hint(errors.New("--db-password-file and --db-password-env are for a PostgreSQL --db"),
-				"give --db a postgres:// URL, or drop the password flag")
+			return "", hint(fmt.Errorf("--db-password-file and --db-password-env are for a PostgreSQL --%s", f.name),
+				"give --%s a postgres:// URL, or drop the password flag", f.name)
 		}
 		return "", nil
 	}
 	u, err := url.Parse(f.db)
 	if err != nil {
-		return "", fmt.Errorf("--db: %w", err)
+		return "", fmt.Errorf("--%s: %w", f.name, err)
 	}
 	if _, set := u.User.Password(); set || u.Query().Has("password") {
-		return "", hint(errors.New("--db holds a password, which process listings show"),
+		return "", hint(fmt.Errorf("--%s holds a password, which process listings show", f.name),
 			"remove it from the URL and pass --db-password-file FILE or --db-password-env VAR")
 	}
 	switch {

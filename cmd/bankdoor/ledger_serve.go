@@ -129,6 +129,9 @@ func dbError(db string, existed bool, err error) error {
 		if errors.Is(err, ledger.ErrOtherLog) {
 			return hint(err, "give the --log-key and --origin this database's log was made with, or another database")
 		}
+		if errors.Is(err, ledger.ErrIncompleteCopy) {
+			return hint(err, "drop the database and create it anew, then run bankdoor ledger copy again")
+		}
 		return hint(err, "check that the database server is up and --db, the password and the database are right; bankdoor ledger fsck --db URL checks the log")
 	}
 	err = fmt.Errorf("--db %s: %w", db, err)

@@ -126,6 +126,12 @@ const (
 	MetaSize       = "size"        // tree size, 8 bytes big-endian
 	MetaCheckpoint = "checkpoint"  // the latest signed checkpoint note, as served
 	MetaLeavesFrom = "leaves_from" // 8 bytes big-endian: every leaf below it is in the leaves keyspace (since version 3)
+	// MetaCopyIncomplete marks a store a copy is being written into (see
+	// ledger.Copy): ASCII text naming the source and the time the copy
+	// began. The copy sets it in its first transaction, before any row,
+	// and deletes it in its last, once the rows and the other meta keys
+	// are written and checked. A reader refuses a store that has it.
+	MetaCopyIncomplete = "copy_incomplete"
 )
 
 // ErrReadOnly is returned by a write in a View transaction or in a store
@@ -169,6 +175,9 @@ var ErrUnavailable = errors.New("the ledger database is unreachable")
 type Tx interface {
 	Meta(key string) ([]byte, error)
 	SetMeta(key string, value []byte) error
+	// DeleteMeta removes key from the meta keyspace; a missing key is
+	// not an error.
+	DeleteMeta(key string) error
 
 	Entry(index uint64) ([]byte, error)
 	PutEntry(index uint64, data []byte) error
@@ -208,6 +217,10 @@ type Tx interface {
 	// ForEachCosignature calls fn for each witness's lines on the
 	// checkpoint of size, in witness name order, until fn returns an error.
 	ForEachCosignature(size uint64, fn func(witness string, lines []byte) error) error
+	// ForEachCosignedSize calls fn for each tree size with at least one
+	// stored cosignature, in increasing order, until fn returns an error.
+	// fn may read the transaction.
+	ForEachCosignedSize(fn func(size uint64) error) error
 	// WitnessSize returns the largest size recorded for witness with
 	// PutWitnessSize; ok is false if none was.
 	WitnessSize(witness string) (size uint64, ok bool, err error)

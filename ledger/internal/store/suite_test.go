@@ -31,6 +31,8 @@ func testStorage(t *testing.T, open func(t *testing.T) Store) {
 		{"ForEachStops", testForEachStops},
 		{"Concurrent", testConcurrent},
 		{"Cosignatures", testCosignatures},
+		{"CosignedSizes", testCosignedSizes},
+		{"DeleteMeta", testDeleteMeta},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,4 +327,64 @@ func testCosignatures(t *testing.T, s Store) {
 	if err := s.Update(func(tx Tx) error { return tx.PutWitnessSize("", 3) }); err == nil {
 		t.Error("PutWitnessSize with an empty witness name succeeded")
 	}
+}
+
+// testCosignedSizes checks that ForEachCosignedSize lists each size with
+// cosignatures once, in order, past a PostgreSQL page (pageRows), while
+// its callback reads the transaction.
+func testCosignedSizes(t *testing.T, s Store) {
+	var want []uint64
+	mustUpdate(t, s, func(tx Tx) error {
+		for i := range uint64(pageRows + 5) {
+			size := i*3 + 1<<8*(i%2) // sizes whose first bytes differ from their order's
+			want = append(want, size)
+			if err := tx.PutCosignature(size, "w", []byte("lines")); err != nil {
+				return err
+			}
+		}
+		return errors.Join(tx.PutCosignature(want[7], "v", []byte("v")), tx.PutCosignature(want[7], "x", []byte("x")))
+	})
+	slices.Sort(want)
+	mustView(t, s, func(tx Tx) error {
+		var got []uint64
+		err := tx.ForEachCosignedSize(func(size uint64) error {
+			if c, err := tx.Cosignature(size, "w"); err != nil || string(c) != "lines" {
+				t.Errorf("Cosignature(%d, w) inside ForEachCosignedSize = %q, %v", size, c, err)
+			}
+			got = append(got, size)
+			return nil
+		})
+		if diff := cmp.Diff(want, got); err != nil || diff != "" {
+			t.Errorf("ForEachCosignedSize: err %v, (-want +got):\n%s", err, diff)
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := tx.ForEachCosignedSize(func(uint64) error { n++; return stop }); err != stop || n != 1 {
+			t.Errorf("ForEachCosignedSize returning an error: %d calls, %v; want 1, stop", n, err)
+		}
+		return nil
+	})
+}
+
+// testDeleteMeta checks that DeleteMeta removes a key, also one set
+// earlier in the same transaction, and that a missing key is no error.
+func testDeleteMeta(t *testing.T, s Store) {
+	mustUpdate(t, s, func(tx Tx) error {
+		return errors.Join(tx.SetMeta("a", []byte("1")), tx.SetMeta("b", []byte("2")))
+	})
+	mustUpdate(t, s, func(tx Tx) error {
+		return errors.Join(tx.SetMeta("c", []byte("3")), tx.DeleteMeta("c"), tx.DeleteMeta("a"), tx.DeleteMeta("missing"),
+			tx.DeleteMeta("b"), tx.SetMeta("b", []byte("again")))
+	})
+	mustView(t, s, func(tx Tx) error {
+		for k, want := range map[string][]byte{"a": nil, "b": []byte("again"), "c": nil} {
+			if v, err := tx.Meta(k); err != nil || !bytes.Equal(v, want) || (v == nil) != (want == nil) {
+				t.Errorf("Meta(%q) after DeleteMeta = %q, %v; want %q", k, v, err, want)
+			}
+		}
+		if err := tx.DeleteMeta("b"); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("DeleteMeta in a View = %v; want ErrReadOnly", err)
+		}
+		return nil
+	})
 }
