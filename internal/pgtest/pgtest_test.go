@@ -11,7 +11,8 @@ import (
 )
 
 // TestServer starts a server, reaches a fresh database over TCP with the
-// password (and not without it), restarts the server keeping committed
+// password (and not without it) and a second one made without a test,
+// restarts the server keeping committed
 // data, and stops it, removing its directory.
 func TestServer(t *testing.T) {
 	ctx := context.Background()
@@ -54,6 +55,17 @@ func TestServer(t *testing.T) {
 		}
 	}
 	exec("CREATE TABLE t (x int); INSERT INTO t VALUES (7)")
+	// NewDatabase, without a test, makes another database, reachable
+	// with the same password.
+	other, err := s.NewDatabase()
+	if err != nil || other.URL == db.URL {
+		t.Fatalf("NewDatabase: %s, %v; want a second database", other.URL, err)
+	}
+	if c, err := pgx.Connect(ctx, other.ConnString()); err != nil {
+		t.Fatal(err)
+	} else {
+		c.Close(ctx)
+	}
 	var fsync string
 	c, err := pgx.Connect(ctx, db.ConnString())
 	if err != nil {
