@@ -111,7 +111,7 @@ func Start(logf func(format string, args ...any)) (*Server, error) {
 		s.Stop()
 		return nil, err
 	}
-	logf("pgtest: PostgreSQL %s started on 127.0.0.1:%d in %v", filepath.Base(filepath.Dir(bin)), s.port, time.Since(begin).Round(time.Millisecond))
+	logf("pgtest: PostgreSQL %s started on 127.0.0.1:%d in %v", s.Version(), s.port, time.Since(begin).Round(time.Millisecond))
 	return s, nil
 }
 
@@ -296,6 +296,10 @@ func (s *Server) super(fn func(context.Context, *pgx.Conn) error) error {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Version returns the server's major version, as Debian names its
+// package (postgresql-VERSION): "15".
+func (s *Server) Version() string { return filepath.Base(filepath.Dir(s.bin)) }
 
 // Port returns the server's TCP port on 127.0.0.1.
 func (s *Server) Port() int { return s.port }

@@ -22,6 +22,9 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("start-up took %v", time.Since(start))
+	if v := s.Version(); v == "" || strings.ContainsRune(v, '/') {
+		t.Errorf("Version() = %q, want a major version such as 15", v)
+	}
 	dir := s.dir
 	var db DB
 	t.Cleanup(func() { // after NewDB's, which drops the database

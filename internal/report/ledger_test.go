@@ -118,8 +118,8 @@ func TestPostgresRows(t *testing.T) {
 		t.Fatalf("%d rows, want %v: %+v", len(ms), want, ms)
 	}
 	for i, m := range ms {
-		if m.ID != want[i] || m.Status != StatusMeasured || m.Section != "postgres" || !strings.Contains(m.What, "PostgreSQL") {
-			t.Errorf("row %d: %+v, want %s measured in section postgres", i, m, want[i])
+		if m.ID != want[i] || m.Status != StatusMeasured || m.Section != "postgres" || !strings.Contains(m.What, "PostgreSQL") || !strings.Contains(m.Note, "on 127.0.0.1") {
+			t.Errorf("row %d: %+v, want %s measured in section postgres, the server's version in the note", i, m, want[i])
 		}
 	}
 	if ms[0].N != 256 || ms[0].Value <= 0 || ms[1].N != 256 || ms[1].Value <= 0 || !strings.Contains(ms[1].What, "2 ledger servers on one database (32 agents each") {

@@ -154,6 +154,7 @@ func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement 
 func postgresRows(ctx context.Context, lb *LedgerBench, s Settings, start func(logf func(string, ...any)) (*pgtest.Server, error)) []Measurement {
 	pb := *lb
 	srv, err := start(pb.progress)
+	note := ""
 	if err != nil {
 		err = fmt.Errorf("starting PostgreSQL: %w", err)
 		pb.Postgres = func() (pgtest.DB, error) { return pgtest.DB{}, err }
@@ -163,7 +164,7 @@ func postgresRows(ctx context.Context, lb *LedgerBench, s Settings, start func(l
 				pb.progress("stopping PostgreSQL: %v", err)
 			}
 		}()
-		pb.Postgres = srv.NewDatabase
+		pb.Postgres, note = srv.NewDatabase, "PostgreSQL "+srv.Version()+" on 127.0.0.1"
 	}
 	ids := []string{pb.id("appends-batched"), pb.id("appends-batched") + "-2", pb.id("checkpoint-latency")}
 	m, err := pb.Appends(ctx, ids[0], s.Appends, 0, 64, 1)
@@ -176,6 +177,11 @@ func postgresRows(ctx context.Context, lb *LedgerBench, s Settings, start func(l
 		size := slices.Max(s.ProofSizes)
 		m, err = pb.ProofsAt(ctx, size, s.Proofs)
 		ms = append(ms, rowOrFailure(m, err, fmt.Sprintf("%s-%d", pb.id("inclusion-proof"), size), "postgres", "inclusion proofs, PostgreSQL"))
+	}
+	for i := range ms {
+		if ms[i].Status == StatusMeasured {
+			ms[i].Note = strings.TrimPrefix(ms[i].Note+"; "+note, "; ")
+		}
 	}
 	return ms
 }
@@ -268,7 +274,7 @@ var limits = []string{
 	"Latency is six MCP sessions (direct, proxied, deny over stdio pipes; the same three over streamable HTTP on 127.0.0.1), one call at a time, interleaved; no concurrent load. The fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time and dominates it.",
 	"Over HTTP the proxy is `proxy --listen` with one agent (bearer token) and the fixture behind it over `--url`; it has no ledger (with --listen receipts go only to a remote ledger, and none is given), where the stdio proxy embeds one. Its deny is still answered after the receipt is fsynced.",
 	"The ledger figures run package ledger in process (the code the proxy embeds and `bankdoor ledger serve` runs), without the Connect RPC and network in front of it.",
-	"The PostgreSQL rows run the same code on a PostgreSQL server the report starts for itself (package pgtest): Debian's postgresql-15 binaries (the newest installed; pgtest installs the postgresql package if there is none), a fresh cluster on loopback TCP (127.0.0.1, SCRAM password) on this machine, beside the report, with fsync on and synchronous_commit on, max_connections 200 and shared_buffers 64MB, default settings otherwise; a new database per row. Two ledger servers are two Logs in the report's process on one database, each catching up under the database's writer lock, not two processes.",
+	"The PostgreSQL rows run the same code on a PostgreSQL server the report starts for itself (package pgtest): Debian's postgresql-VERSION binaries (the newest installed, its version in each row's note; pgtest installs Debian's postgresql package if there is none), a fresh cluster on loopback TCP (127.0.0.1, SCRAM password) on this machine, beside the report, with fsync on and synchronous_commit on, max_connections 200 and shared_buffers 64MB, default settings otherwise; a new database per row. Two ledger servers are two Logs in the report's process on one database, each catching up under the database's writer lock, not two processes.",
 	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected, except answers that ask the user to act (-32042 URL elicitations, embedded requests), held to the expose list.",
 	"The proxied latency includes the proxy's own tools/list after every answered call (the pin invariant, package proxy), asked for the moment the answer arrives; the timed agent sends its next call at once, so it waits for what is left of that listing. An agent that thinks between calls waits for none of it. The rug-pull matrix checks that a change is never called; it does not measure a server that behaves differently from what it lists, which no pin can see.",
 	"The many-proxies rows run stdio proxies, each with its own fixture bank and SDK client, on this machine's cores: with more proxies than cores they measure contention for the CPU as well as for the receipts directory's lock (every receipt is written and fsynced under it). The takeover is timed from sending SIGKILL to reading the new holder's log line, so it includes the kernel releasing the dead holder's locks and the standby's retry interval.",
