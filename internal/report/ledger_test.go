@@ -159,7 +159,7 @@ func TestPostgresDoesNotStart(t *testing.T) {
 		t.Fatalf("rows %+v, want the four PostgreSQL rows", ms)
 	}
 	for _, m := range ms {
-		if !strings.HasPrefix(m.Status, "failed: ") || !strings.Contains(m.Status, "starting PostgreSQL: pgtest: no PostgreSQL") || m.Section != "postgres" {
+		if !strings.HasPrefix(m.Status, "failed: ") || !strings.HasSuffix(m.Status, ": starting PostgreSQL: pgtest: no PostgreSQL") || strings.Count(m.Status, "starting") != 1 || m.Section != "postgres" {
 			t.Errorf("row %s: %q in section %q, want failed with the reason, in postgres", m.ID, m.Status, m.Section)
 		}
 	}

@@ -153,11 +153,11 @@ func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement 
 // does not start, every row fails with the reason.
 func postgresRows(ctx context.Context, lb *LedgerBench, s Settings, start func(logf func(string, ...any)) (*pgtest.Server, error)) []Measurement {
 	pb := *lb
-	srv, err := start(pb.progress)
+	srv, startErr := start(pb.progress)
 	note := ""
-	if err != nil {
-		err = fmt.Errorf("starting PostgreSQL: %w", err)
-		pb.Postgres = func() (pgtest.DB, error) { return pgtest.DB{}, err }
+	if startErr != nil {
+		startErr = fmt.Errorf("starting PostgreSQL: %w", startErr)
+		pb.Postgres = func() (pgtest.DB, error) { return pgtest.DB{}, startErr }
 	} else {
 		defer func() {
 			if err := srv.Stop(); err != nil {
