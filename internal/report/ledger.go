@@ -53,7 +53,8 @@ func (lb *LedgerBench) section() string {
 	return "ledger"
 }
 
-// where says where this bench's logs are, for a row's What.
+// where says where this bench's logs are, for its progress lines (a
+// row's section says it).
 func (lb *LedgerBench) where() string {
 	if lb.Postgres != nil {
 		return ", PostgreSQL"
@@ -77,14 +78,14 @@ func (lb *LedgerBench) progress(format string, a ...any) {
 // so a commit holds at most one receipt per appender: 64 appenders are
 // bounded by 64 receipts a commit (a disk's fsync pair), 1,024 are not.
 func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appenders, servers int) (Measurement, error) {
-	what := fmt.Sprintf("durable appends, group commit (%d agents, one receipt per call%s)", appenders, lb.where())
+	what := fmt.Sprintf("durable appends, group commit (%d agents, one receipt per call)", appenders)
 	if maxBatch != 0 {
-		what = fmt.Sprintf("durable appends, one receipt per transaction (%d agents%s)", appenders, lb.where())
+		what = fmt.Sprintf("durable appends, one receipt per transaction (%d agents)", appenders)
 	}
 	if servers > 1 {
-		what = fmt.Sprintf("durable appends, group commit, %d ledger servers on one database (%d agents each, one receipt per call%s)", servers, appenders/servers, lb.where())
+		what = fmt.Sprintf("durable appends, group commit, %d ledger servers on one database (%d agents each, one receipt per call)", servers, appenders/servers)
 	}
-	lb.progress("ledger: %d %s", n, what)
+	lb.progress("ledger: %d %s%s", n, what, lb.where())
 	ls, err := lb.openLogs(id, maxBatch, servers)
 	if err != nil {
 		return Measurement{}, err
@@ -117,7 +118,7 @@ func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appe
 // first checkpoint on Watch that covers it.
 func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measurement, error) {
 	const agents, rate = 8, 1000
-	lb.progress("ledger: time to a covering checkpoint, %d receipts at %d/s", n, rate)
+	lb.progress("ledger: time to a covering checkpoint, %d receipts at %d/s%s", n, rate, lb.where())
 	id := lb.id("checkpoint-latency")
 	bl, err := lb.openLog(id, 0)
 	if err != nil {
@@ -144,7 +145,7 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 	if err != nil {
 		return Measurement{}, err
 	}
-	return Measurement{ID: id, Section: lb.section(), What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s" + lb.where() + ")",
+	return Measurement{ID: id, Section: lb.section(), What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s)",
 		Status: StatusMeasured, Unit: "ms", N: len(all), Dist: Distribution(all, time.Millisecond)}, nil
 }
 
@@ -359,7 +360,7 @@ func (lb *LedgerBench) timeProofs(bl *benchLog, n int) (Measurement, int, error)
 		longest = max(longest, len(p))
 	}
 	return Measurement{ID: fmt.Sprintf("%s-%d", lb.id("inclusion-proof"), cp.Size), Section: lb.section(),
-		What:   fmt.Sprintf("inclusion proof at %d leaves, verified against the signed checkpoint%s", cp.Size, lb.where()),
+		What:   fmt.Sprintf("inclusion proof at %d leaves, verified against the signed checkpoint", cp.Size),
 		Status: StatusMeasured, Unit: "µs", N: n, Dist: Distribution(lat, time.Microsecond),
 		Note: fmt.Sprintf("at most %d hashes", longest)}, longest, nil
 }

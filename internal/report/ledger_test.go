@@ -118,7 +118,7 @@ func TestPostgresRows(t *testing.T) {
 		t.Fatalf("%d rows, want %v: %+v", len(ms), want, ms)
 	}
 	for i, m := range ms {
-		if m.ID != want[i] || m.Status != StatusMeasured || m.Section != "postgres" || !strings.Contains(m.What, "PostgreSQL") || !strings.Contains(m.Note, "on 127.0.0.1") {
+		if m.ID != want[i] || m.Status != StatusMeasured || m.Section != "postgres" || !strings.Contains(m.Note, "PostgreSQL ") || !strings.HasSuffix(m.Note, " on 127.0.0.1") {
 			t.Errorf("row %d: %+v, want %s measured in section postgres, the server's version in the note", i, m, want[i])
 		}
 	}
