@@ -197,6 +197,7 @@ func benchAppendReplicas(b *testing.B, n, appenders int) {
 	benchAppendLogs(b, replicas(b, nil, n, agents...), agents)
 }
 
+// newAgents returns agents 0 to n-1 (newAgent).
 func newAgents(n int) []*agent {
 	agents := make([]*agent, n)
 	for i := range agents {
@@ -281,10 +282,7 @@ func BenchmarkCheckpointLatency(b *testing.B) { benchCheckpointLatency(b, onBolt
 
 func benchCheckpointLatency(b *testing.B, be backend) {
 	const agents, rate = 8, 1000
-	as := make([]*agent, agents)
-	for i := range as {
-		as[i] = newAgent(i)
-	}
+	as := newAgents(agents)
 	tl := openTestLogOn(b, be, 0, as...)
 	work := make([][][]byte, agents)
 	for i := range b.N {
