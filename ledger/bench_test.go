@@ -116,13 +116,16 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkAppendBackends measures group commit (BenchmarkAppend's
 // group-commit mode), requests of 256 receipts (BenchmarkAppendRequest)
 // and checkpoint latency (BenchmarkCheckpointLatency) on each backend: a bbolt file and a PostgreSQL database (the test
-// binary's, on this machine, fsync on).
+// binary's, on this machine, fsync on); then group commit on two Logs on
+// one PostgreSQL database, 32 of the 64 appenders on each, as two ledger
+// servers would run it.
 func BenchmarkAppendBackends(b *testing.B) {
 	for _, be := range backends {
 		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0, false) })
 		b.Run(string(be)+"/request-256", func(b *testing.B) { benchAppendRequest(b, be) })
 		b.Run(string(be)+"/checkpoint-latency", func(b *testing.B) { benchCheckpointLatency(b, be) })
 	}
+	b.Run("postgres-2-replicas/group-commit", func(b *testing.B) { benchAppendReplicas(b, 2, 64) })
 }
 
 // BenchmarkInclusionProofPostgres is BenchmarkInclusionProof1M on a
@@ -178,25 +181,47 @@ func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
 }
 
 func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int, noLinger bool) {
-	agents := make([]*agent, appenders)
-	for i := range agents {
-		agents[i] = newAgent(i)
-	}
+	agents := newAgents(appenders)
 	tl := openTestLogOn(b, be, maxBatch, agents...)
 	tl.Close() // every mode reopens, so that they differ only in the option
 	tl.opts.NoLinger = noLinger
 	tl.reopen(b)
-	work := make([][][]byte, appenders)
+	benchAppendLogs(b, []*testLog{tl}, agents)
+}
+
+// benchAppendReplicas is group commit on n Logs on one new PostgreSQL
+// database, as n ledger servers would run it, the appenders split
+// between them.
+func benchAppendReplicas(b *testing.B, n, appenders int) {
+	agents := newAgents(appenders)
+	benchAppendLogs(b, replicas(b, nil, n, agents...), agents)
+}
+
+// newAgents returns agents 0 to n-1 (newAgent).
+func newAgents(n int) []*agent {
+	agents := make([]*agent, n)
+	for i := range agents {
+		agents[i] = newAgent(i)
+	}
+	return agents
+}
+
+// benchAppendLogs appends b.N receipts signed before the clock starts,
+// agent i's one receipt per Append call to ls[i mod len(ls)], and
+// reports receipts/s and the committers' stats, summed over ls.
+func benchAppendLogs(b *testing.B, ls []*testLog, agents []*agent) {
+	work := make([][][]byte, len(agents))
 	for i := range b.N {
-		a := i % appenders
+		a := i % len(agents)
 		work[a] = append(work[a], agents[a].Next(b))
 	}
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for _, rs := range work {
+	for i, rs := range work {
+		l := ls[i%len(ls)]
 		wg.Go(func() {
 			for _, r := range rs {
-				if _, err := tl.Append(context.Background(), [][]byte{r}); err != nil {
+				if _, err := l.Append(context.Background(), [][]byte{r}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -206,9 +231,16 @@ func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int, noLinger b
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "receipts/s")
-	reportStats(b, tl.Stats())
-	if tl.Size() != uint64(b.N) {
-		b.Fatalf("size %d after %d appends", tl.Size(), b.N)
+	var st Stats
+	var size uint64
+	for _, l := range ls {
+		s := l.Stats()
+		st.Commits, st.Receipts, st.Prepare, st.Total = st.Commits+s.Commits, st.Receipts+s.Receipts, st.Prepare+s.Prepare, st.Total+s.Total
+		size = max(size, l.Size()) // the last to commit caught up with the others
+	}
+	reportStats(b, st)
+	if size != uint64(b.N) {
+		b.Fatalf("size %d after %d appends", size, b.N)
 	}
 }
 
@@ -250,10 +282,7 @@ func BenchmarkCheckpointLatency(b *testing.B) { benchCheckpointLatency(b, onBolt
 
 func benchCheckpointLatency(b *testing.B, be backend) {
 	const agents, rate = 8, 1000
-	as := make([]*agent, agents)
-	for i := range as {
-		as[i] = newAgent(i)
-	}
+	as := newAgents(agents)
 	tl := openTestLogOn(b, be, 0, as...)
 	work := make([][][]byte, agents)
 	for i := range b.N {

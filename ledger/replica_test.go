@@ -21,7 +21,7 @@ import (
 
 // replicas opens n Logs on one new PostgreSQL database of srv (the test
 // binary's shared server if nil), as n ledger servers would.
-func replicas(t *testing.T, srv *pgtest.Server, n int, agents ...*agent) []*testLog {
+func replicas(t testing.TB, srv *pgtest.Server, n int, agents ...*agent) []*testLog {
 	t.Helper()
 	if srv == nil {
 		srv = pg.Server(t)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,7 +94,26 @@ func TestReportQuick(t *testing.T) {
 	checkHTTPReceipts(t, r, work)
 	checkProcs(t, r)
 	checkAnchored(t, r)
+	checkPostgres(t, r)
 	checkFiles(t, r, out, readme)
+}
+
+// checkPostgres checks the ledger's rows on PostgreSQL (a server the
+// report started): measured, in their own section, and their claims
+// reported against issue 19's goals.
+func checkPostgres(t *testing.T, r *report.Report) {
+	t.Helper()
+	proofs := fmt.Sprintf("inclusion-proof-postgres-%d", slices.Max(r.Settings.ProofSizes))
+	for _, id := range []string{"appends-batched-postgres", "appends-batched-postgres-2", "checkpoint-latency-postgres", proofs, "appends-batched-postgres-of-bbolt"} {
+		if m, ok := measurement(r, id); !ok || m.Status != report.StatusMeasured || m.Section != "postgres" {
+			t.Errorf("row %s: %+v (present %v), want measured in section postgres", id, m, ok)
+		}
+	}
+	for _, id := range []string{"postgres-group-commit", "postgres-checkpoint-latency", "postgres-proofs"} {
+		if c := claim(r, id); c.Status != report.StatusMeasured || !strings.Contains(c.Figure, "the goal") {
+			t.Errorf("claim %s is %q (%s), want measured against its goal", id, c.Status, c.Figure)
+		}
+	}
 }
 
 // checkAnchored checks the export bundle's rows: verified at the

@@ -73,6 +73,7 @@ type DB struct {
 	// without the password.
 	URL      string
 	Password string
+	name     string
 }
 
 // ConnString is URL with the password in it, for a library call.
@@ -110,7 +111,7 @@ func Start(logf func(format string, args ...any)) (*Server, error) {
 		s.Stop()
 		return nil, err
 	}
-	logf("pgtest: PostgreSQL %s started on 127.0.0.1:%d in %v", filepath.Base(filepath.Dir(bin)), s.port, time.Since(begin).Round(time.Millisecond))
+	logf("pgtest: PostgreSQL %s started on 127.0.0.1:%d in %v", s.Version(), s.port, time.Since(begin).Round(time.Millisecond))
 	return s, nil
 }
 
@@ -296,13 +297,36 @@ func (s *Server) super(fn func(context.Context, *pgx.Conn) error) error {
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+// Version returns the server's major version, as Debian names its
+// package (postgresql-VERSION): "15".
+func (s *Server) Version() string { return filepath.Base(filepath.Dir(s.bin)) }
+
 // Port returns the server's TCP port on 127.0.0.1.
 func (s *Server) Port() int { return s.port }
 
-// NewDB creates a new, empty database owned by Role and drops it when
-// tb's test ends.
+// NewDB creates a new, empty database owned by Role (NewDatabase) and
+// drops it when tb's test ends.
 func (s *Server) NewDB(tb testing.TB) DB {
 	tb.Helper()
+	db, err := s.NewDatabase()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		err := s.super(func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, "DROP DATABASE "+db.name+" WITH (FORCE)")
+			return err
+		})
+		if err != nil {
+			tb.Error(err)
+		}
+	})
+	return db
+}
+
+// NewDatabase creates a new, empty database owned by Role, for a program
+// that is not a test (bankdoor-report); it lasts until Stop.
+func (s *Server) NewDatabase() (DB, error) {
 	s.mu.Lock()
 	s.dbs++
 	name := fmt.Sprintf("test%d", s.dbs)
@@ -312,20 +336,11 @@ func (s *Server) NewDB(tb testing.TB) DB {
 		return err
 	})
 	if err != nil {
-		tb.Fatal(err)
+		return DB{}, err
 	}
-	tb.Cleanup(func() {
-		err := s.super(func(ctx context.Context, c *pgx.Conn) error {
-			_, err := c.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-			return err
-		})
-		if err != nil {
-			tb.Error(err)
-		}
-	})
 	u := url.URL{Scheme: "postgres", User: url.User(Role), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)),
 		Path: "/" + name, RawQuery: "sslmode=disable"}
-	return DB{URL: u.String(), Password: s.password}
+	return DB{URL: u.String(), Password: s.password, name: name}, nil
 }
 
 // Restart stops the server (pg_ctl stop -m fast: connections are cut,

@@ -11,7 +11,8 @@ import (
 )
 
 // TestServer starts a server, reaches a fresh database over TCP with the
-// password (and not without it), restarts the server keeping committed
+// password (and not without it) and a second one made without a test,
+// restarts the server keeping committed
 // data, and stops it, removing its directory.
 func TestServer(t *testing.T) {
 	ctx := context.Background()
@@ -21,6 +22,9 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("start-up took %v", time.Since(start))
+	if v := s.Version(); v == "" || strings.ContainsRune(v, '/') {
+		t.Errorf("Version() = %q, want a major version such as 15", v)
+	}
 	dir := s.dir
 	var db DB
 	t.Cleanup(func() { // after NewDB's, which drops the database
@@ -54,6 +58,17 @@ func TestServer(t *testing.T) {
 		}
 	}
 	exec("CREATE TABLE t (x int); INSERT INTO t VALUES (7)")
+	// NewDatabase, without a test, makes another database, reachable
+	// with the same password.
+	other, err := s.NewDatabase()
+	if err != nil || other.URL == db.URL {
+		t.Fatalf("NewDatabase: %s, %v; want a second database", other.URL, err)
+	}
+	if c, err := pgx.Connect(ctx, other.ConnString()); err != nil {
+		t.Fatal(err)
+	} else {
+		c.Close(ctx)
+	}
 	var fsync string
 	c, err := pgx.Connect(ctx, db.ConnString())
 	if err != nil {

@@ -38,7 +38,7 @@ type anchorLog struct {
 // without one (witnessErr says why); only the log's own errors are
 // returned.
 func (lb *LedgerBench) openAnchorLog(w Witness) (*anchorLog, error) {
-	bl, err := openLog(lb.Dir, "anchor", 0)
+	bl, err := lb.openLog("anchor", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ const (
 func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c time.Duration, cores int, err error) {
 	lb.progress("ledger: the physical bound, %d receipts", n)
 	cores = runtime.GOMAXPROCS(0)
-	bl, err := openLog(lb.Dir, "bound", 0)
+	bl, err := lb.openLog("bound", 0)
 	if err != nil {
 		return m, 0, 0, err
 	}

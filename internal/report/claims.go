@@ -97,6 +97,9 @@ func Claims(r *Report) []Claim {
 		proofClaim(r),
 		tilesClaim(r),
 		heapFlatClaim(r),
+		postgresAppendsClaim(r),
+		postgresCheckpointClaim(r),
+		postgresProofClaim(r),
 		anchorClaim(r),
 		budgetClaim(r),
 		anchoredRateClaim(r),
@@ -283,12 +286,17 @@ func proofClaim(r *Report) Claim {
 		if !strings.HasPrefix(m.ID, "inclusion-proof") {
 			continue
 		}
-		c.Evidence = "m-" + m.ID
 		if m.Status != StatusMeasured {
-			c.Status, c.Figure = "failed: "+m.Status, "-"
+			c.Status, c.Figure, c.Evidence = "failed: "+m.Status, "-", "m-"+m.ID
 			return c
 		}
-		figs = append(figs, fmt.Sprintf("p50 %s at %s", num(m.Dist.P50, m.Unit), strings.TrimPrefix(m.ID, "inclusion-proof-")))
+		at := strings.TrimPrefix(m.ID, "inclusion-proof-")
+		if size, ok := strings.CutPrefix(at, strings.TrimPrefix(backendSuffix, "-")+"-"); ok {
+			at = size + " on PostgreSQL"
+		} else {
+			c.Evidence = "m-" + m.ID // the largest bbolt log
+		}
+		figs = append(figs, fmt.Sprintf("p50 %s at %s", num(m.Dist.P50, m.Unit), at))
 	}
 	if len(figs) == 0 {
 		c.Status, c.Figure, c.Evidence = "not measured: no inclusion proof rows", "-", "m-ledger-peak-heap"
@@ -364,6 +372,87 @@ func heapFlatClaim(r *Report) Claim {
 	}
 	c.Status = StatusMeasured
 	c.Figure = fmt.Sprintf("%s receipts; the highest %.2fx the smallest log's, %s", strings.Join(figs, ", "), ratio, verdict)
+	return c
+}
+
+// Issue 19's goals for the ledger on PostgreSQL, on a 2-core machine
+// with the database on loopback.
+const (
+	postgresAppendsGoal    = 5000 // receipts/s, group commit, one ledger server
+	postgresCheckpointGoal = 100  // ms, p99 of an Append call to a covering checkpoint
+	postgresProofGoal      = 2000 // µs, p99 of an inclusion proof
+)
+
+// postgresAppendsClaim reports group commit on PostgreSQL against its
+// goal, with two ledger servers and the ratio to bbolt beside it.
+func postgresAppendsClaim(r *Report) Claim {
+	one, two := "appends-batched"+backendSuffix, "appends-batched"+backendSuffix+"-2"
+	c := Claim{ID: "postgres-group-commit",
+		Text: fmt.Sprintf("Group commit on PostgreSQL reaches %s with one ledger server (issue 19's goal), and two ledger servers on one database append to one log", num(postgresAppendsGoal, "receipts/s"))}
+	return goalClaim(r, c, []string{one, two}, false, postgresAppendsGoal, false, func(ms []Measurement) (float64, string) {
+		fig := fmt.Sprintf("%s with one server, %s with two", num(ms[0].Value, ms[0].Unit), num(ms[1].Value, ms[1].Unit))
+		if q, ok := find(r.Measurements, postgresRatioID); ok && q.Status == StatusMeasured {
+			fig += fmt.Sprintf(" (one server: %.2fx bbolt's group commit)", q.Value)
+		}
+		return ms[0].Value, fig
+	})
+}
+
+func postgresCheckpointClaim(r *Report) Claim {
+	c := Claim{ID: "postgres-checkpoint-latency",
+		Text: fmt.Sprintf("On PostgreSQL an Append call sees a covering signed checkpoint within %s at p99 (issue 19's goal)", num(postgresCheckpointGoal, "ms"))}
+	return goalClaim(r, c, []string{"checkpoint-latency" + backendSuffix}, true, postgresCheckpointGoal, true, func(ms []Measurement) (float64, string) {
+		m := ms[0]
+		return m.Dist.P99, fmt.Sprintf("p50 %s, p99 %s", num(m.Dist.P50, m.Unit), num(m.Dist.P99, m.Unit))
+	})
+}
+
+// postgresProofClaim reports the inclusion proofs on PostgreSQL at the
+// largest log size of the run (the goal is for 1M leaves: --full).
+func postgresProofClaim(r *Report) Claim {
+	c := Claim{ID: "postgres-proofs",
+		Text: fmt.Sprintf("On PostgreSQL an inclusion proof takes at most %s at p99 at the run's largest log size (issue 19's goal, at 1M leaves with --full)", num(postgresProofGoal/1000, "ms"))}
+	if len(r.Settings.ProofSizes) == 0 {
+		c.Status, c.Figure, c.Evidence = "not measured: the run has no proof sizes", "-", "m-appends-batched"+backendSuffix
+		return c
+	}
+	size := slices.Max(r.Settings.ProofSizes)
+	id := fmt.Sprintf("inclusion-proof%s-%d", backendSuffix, size)
+	return goalClaim(r, c, []string{id}, true, postgresProofGoal, true, func(ms []Measurement) (float64, string) {
+		m := ms[0]
+		return m.Dist.P99, fmt.Sprintf("p50 %s, p99 %s at %d leaves", num(m.Dist.P50, m.Unit), num(m.Dist.P99, m.Unit), size)
+	})
+}
+
+// goalClaim reports the value figure computes from rows ids (all
+// measured, with a distribution if dist; the first is the evidence)
+// against a goal: at most goal if atMost, else at least. It is a
+// performance figure, reported, never judged held; a missing row leaves
+// it not measured, a failed one fails it.
+func goalClaim(r *Report, c Claim, ids []string, dist bool, goal float64, atMost bool, figure func([]Measurement) (float64, string)) Claim {
+	c.Evidence = "m-" + ids[0]
+	ms := make([]Measurement, len(ids))
+	for i, id := range ids {
+		m, ok := find(r.Measurements, id)
+		switch {
+		case !ok:
+			c.Status, c.Figure = "not measured: no "+id+" row", "-"
+			return c
+		case m.Status != StatusMeasured:
+			c.Status, c.Figure = held(false, id+" "+m.Status), "-"
+			return c
+		case dist && m.Dist == nil:
+			c.Status, c.Figure = held(false, id+" has no distribution"), "-"
+			return c
+		}
+		ms[i] = m
+	}
+	v, fig := figure(ms)
+	side := "misses the goal"
+	if v >= goal && !atMost || v <= goal && atMost {
+		side = "meets the goal"
+	}
+	c.Status, c.Figure = StatusMeasured, fig+"; "+side
 	return c
 }
 

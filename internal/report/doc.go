@@ -24,7 +24,10 @@
 // [LedgerBench] runs package ledger in process with real signed receipts
 // from fresh keys, verifier.VerifyDir over a receipts directory, and
 // verifier.VerifyAnchored over an export bundle (package verifier/bundle)
-// of the anchoring log, whole and with its newest receipts deleted.
+// of the anchoring log, whole and with its newest receipts deleted; and,
+// on a PostgreSQL server of its own (package pgtest, Debian's
+// PostgreSQL on 127.0.0.1, fsync and synchronous_commit on), the same
+// ledger code on a database per row, stopped when those rows are done.
 // [Bench.SideBySide] runs the load generator of package loadgen against
 // the built `bankdoor ledger serve` and Tessera's POSIX conformance log
 // (package tesseralog, built from the module proxy at the version
@@ -94,6 +97,19 @@
 // inclusion proofs timed at each size are not included). "value" in MiB,
 // "n" the size; the largest size's row is "ledger-peak-heap", the others
 // "ledger-peak-heap-SIZE". The claim "ledger-heap-flat" compares them.
+//
+// The PostgreSQL rows, section "postgres", measured in the same run as
+// the bbolt rows they mirror: "appends-batched-postgres" (group commit,
+// 64 agents, one ledger server), "appends-batched-postgres-2" (two Logs
+// on one database, 32 of the 64 agents each; "value" the total rate),
+// "checkpoint-latency-postgres", "inclusion-proof-postgres-SIZE" at the
+// largest of "proof_sizes" (no peak-heap rows), and
+// "appends-batched-postgres-of-bbolt", the first over "appends-batched"
+// (unit "× bbolt"). Their "note" names the server's version. If the
+// server does not start, each row is "failed: ..." with the reason. The
+// claims "postgres-group-commit", "postgres-checkpoint-latency" and
+// "postgres-proofs" set them beside issue 19's goals (5000 receipts/s,
+// p99 100 ms, p99 2 ms), reported, never judged held.
 //
 // # Example
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/perf"
+	"github.com/bankdoor/bankdoor/internal/pgtest"
 )
 
 // LedgerBench measures the ledger (package ledger) in process, through
@@ -25,6 +26,40 @@ import (
 type LedgerBench struct {
 	Dir      string // for the bbolt files
 	Progress io.Writer
+	// Postgres, if set, makes a new PostgreSQL database for each log
+	// (as `ledger serve --db postgres://...` keeps one) in place of a
+	// bbolt file in Dir; the rows are then in section "postgres", their
+	// ids marked -postgres (see id).
+	Postgres func() (pgtest.DB, error)
+}
+
+// backendSuffix marks the ids of the rows measured on PostgreSQL.
+const backendSuffix = "-postgres"
+
+// id is the row id base on this bench's backend: base itself on bbolt,
+// base-postgres on PostgreSQL.
+func (lb *LedgerBench) id(base string) string {
+	if lb.Postgres != nil {
+		return base + backendSuffix
+	}
+	return base
+}
+
+// section is the section of this bench's rows.
+func (lb *LedgerBench) section() string {
+	if lb.Postgres != nil {
+		return "postgres"
+	}
+	return "ledger"
+}
+
+// where says where this bench's logs are, for its progress lines (a
+// row's section says it).
+func (lb *LedgerBench) where() string {
+	if lb.Postgres != nil {
+		return ", PostgreSQL"
+	}
+	return ""
 }
 
 func (lb *LedgerBench) progress(format string, a ...any) {
@@ -34,24 +69,29 @@ func (lb *LedgerBench) progress(format string, a ...any) {
 // Appends measures durable appends per second from the given number of
 // concurrent agents, each one goroutine appending its own chain one
 // receipt per Append call, with group commit (the default MaxBatch) or
-// with one receipt per transaction (MaxBatch 1). The receipts are
-// signed before the clock starts.
+// with one receipt per transaction (MaxBatch 1), to one log served by
+// the given number of Logs (ledger servers; more than one needs
+// lb.Postgres), agent i's receipts to Log i mod servers. The receipts
+// are signed before the clock starts.
 //
 // An appender waits for each answer before it sends its next receipt,
 // so a commit holds at most one receipt per appender: 64 appenders are
 // bounded by 64 receipts a commit (a disk's fsync pair), 1,024 are not.
-func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appenders int) (Measurement, error) {
+func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appenders, servers int) (Measurement, error) {
 	what := fmt.Sprintf("durable appends, group commit (%d agents, one receipt per call)", appenders)
 	if maxBatch != 0 {
 		what = fmt.Sprintf("durable appends, one receipt per transaction (%d agents)", appenders)
 	}
-	lb.progress("ledger: %d %s", n, what)
-	bl, err := openLog(lb.Dir, id, maxBatch)
+	if servers > 1 {
+		what = fmt.Sprintf("durable appends, group commit, %d ledger servers on one database (%d agents each, one receipt per call)", servers, appenders/servers)
+	}
+	lb.progress("ledger: %d %s%s", n, what, lb.where())
+	ls, err := lb.openLogs(id, maxBatch, servers)
 	if err != nil {
 		return Measurement{}, err
 	}
-	defer bl.Close()
-	as, err := bl.agents(appenders)
+	defer closeLogs(ls)
+	as, err := ls[0].agents(appenders)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -59,14 +99,18 @@ func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appe
 	if err != nil {
 		return Measurement{}, err
 	}
-	d, err := bl.appendConcurrently(ctx, work)
+	d, err := appendConcurrently(ctx, ls, work)
 	if err != nil {
 		return Measurement{}, fmt.Errorf("ledger %s: %w", id, err)
 	}
-	if bl.Size() != uint64(n) {
-		return Measurement{}, fmt.Errorf("ledger %s: size %d after %d appends", id, bl.Size(), n)
+	var size uint64
+	for _, l := range ls {
+		size = max(size, l.Size()) // the last to commit caught up with the others
 	}
-	return Measurement{ID: id, Section: "ledger", What: what, Status: StatusMeasured, Unit: "receipts/s", N: n, Value: float64(n) / d.Seconds()}, nil
+	if size != uint64(n) {
+		return Measurement{}, fmt.Errorf("ledger %s: size %d after %d appends", id, size, n)
+	}
+	return Measurement{ID: id, Section: lb.section(), What: what, Status: StatusMeasured, Unit: "receipts/s", N: n, Value: float64(n) / d.Seconds()}, nil
 }
 
 // CheckpointLatency appends n receipts at about 1,000 a second from 8
@@ -74,8 +118,9 @@ func (lb *LedgerBench) Appends(ctx context.Context, id string, n, maxBatch, appe
 // first checkpoint on Watch that covers it.
 func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measurement, error) {
 	const agents, rate = 8, 1000
-	lb.progress("ledger: time to a covering checkpoint, %d receipts at %d/s", n, rate)
-	bl, err := openLog(lb.Dir, "checkpoint-latency", 0)
+	lb.progress("ledger: time to a covering checkpoint, %d receipts at %d/s%s", n, rate, lb.where())
+	id := lb.id("checkpoint-latency")
+	bl, err := lb.openLog(id, 0)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -100,7 +145,7 @@ func (lb *LedgerBench) CheckpointLatency(ctx context.Context, n int) (Measuremen
 	if err != nil {
 		return Measurement{}, err
 	}
-	return Measurement{ID: "checkpoint-latency", Section: "ledger", What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s)",
+	return Measurement{ID: id, Section: lb.section(), What: "Append call to a covering signed checkpoint on Watch (8 agents, 1,000 receipts/s)",
 		Status: StatusMeasured, Unit: "ms", N: len(all), Dist: Distribution(all, time.Millisecond)}, nil
 }
 
@@ -151,7 +196,7 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 	if len(sizes) == 0 {
 		return nil, nil
 	}
-	bl, err := openLog(lb.Dir, "proofs", 0)
+	bl, err := lb.openLog("proofs", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +213,33 @@ func (lb *LedgerBench) Proofs(ctx context.Context, sizes []uint64, proofs int) (
 		if err != nil {
 			return nil, err
 		}
-		m, _, err := timeProofs(bl, proofs)
+		m, _, err := lb.timeProofs(bl, proofs)
 		if err != nil {
 			return nil, err
 		}
 		ms, heap = append(ms, m), append(heap, h)
 	}
 	return append(ms, heap...), nil
+}
+
+// ProofsAt grows a log to size as Proofs does and times proofs inclusion
+// proofs at that size, without the peak-heap rows.
+func (lb *LedgerBench) ProofsAt(ctx context.Context, size uint64, proofs int) (Measurement, error) {
+	bl, err := lb.openLog(lb.id("proofs"), 0)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer bl.Close()
+	as, err := bl.agents(2)
+	if err != nil {
+		return Measurement{}, err
+	}
+	lb.progress("ledger: growing the log to %d receipts%s", size, lb.where())
+	if err := lb.grow(ctx, bl, as, size); err != nil {
+		return Measurement{}, err
+	}
+	m, _, err := lb.timeProofs(bl, proofs)
+	return m, err
 }
 
 // heapIDPrefix starts the id of every peak-heap row: heapIDPrefix for the
@@ -266,7 +331,7 @@ func (lb *LedgerBench) grow(ctx context.Context, bl *benchLog, as []*agentchain.
 // timeProofs times n inclusion proofs of random leaves at the log's
 // checkpoint and verifies each; it returns the measurement and the
 // longest proof, in hashes.
-func timeProofs(bl *benchLog, n int) (Measurement, int, error) {
+func (lb *LedgerBench) timeProofs(bl *benchLog, n int) (Measurement, int, error) {
 	cp, err := bl.checkpoint()
 	if err != nil {
 		return Measurement{}, 0, err
@@ -294,7 +359,7 @@ func timeProofs(bl *benchLog, n int) (Measurement, int, error) {
 		}
 		longest = max(longest, len(p))
 	}
-	return Measurement{ID: fmt.Sprintf("inclusion-proof-%d", cp.Size), Section: "ledger",
+	return Measurement{ID: fmt.Sprintf("%s-%d", lb.id("inclusion-proof"), cp.Size), Section: lb.section(),
 		What:   fmt.Sprintf("inclusion proof at %d leaves, verified against the signed checkpoint", cp.Size),
 		Status: StatusMeasured, Unit: "µs", N: n, Dist: Distribution(lat, time.Microsecond),
 		Note: fmt.Sprintf("at most %d hashes", longest)}, longest, nil

@@ -1,9 +1,13 @@
 package report
 
 import (
+	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/bankdoor/bankdoor/internal/pgtest"
 )
 
 // TestProofsHeapRows grows a log to three sizes and checks the peak-heap
@@ -98,5 +102,118 @@ func TestTileReads(t *testing.T) {
 	}
 	if c := tilesClaim(&Report{}); !strings.HasPrefix(c.Status, "not measured") {
 		t.Errorf("claim without rows: %s, want not measured", c.Status)
+	}
+}
+
+// TestPostgresRows runs the PostgreSQL rows on a server of their own
+// with tiny sizes: every row measured, in section postgres, the two
+// servers' appends making one log; the ratio to bbolt divides the two
+// group-commit rows; the claims are reported against their goals.
+func TestPostgresRows(t *testing.T) {
+	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
+	s := Settings{Appends: 256, CheckpointN: 40, ProofSizes: []uint64{300, 600}, Proofs: 20}
+	ms := postgresRows(t.Context(), lb, s, pgtest.Start)
+	want := []string{"appends-batched-postgres", "appends-batched-postgres-2", "checkpoint-latency-postgres", "inclusion-proof-postgres-600"}
+	if len(ms) != len(want) {
+		t.Fatalf("%d rows, want %v: %+v", len(ms), want, ms)
+	}
+	for i, m := range ms {
+		if m.ID != want[i] || m.Status != StatusMeasured || m.Section != "postgres" || !strings.Contains(m.Note, "PostgreSQL ") || !strings.HasSuffix(m.Note, " on 127.0.0.1") {
+			t.Errorf("row %d: %+v, want %s measured in section postgres, the server's version in the note", i, m, want[i])
+		}
+	}
+	if ms[0].N != 256 || ms[0].Value <= 0 || ms[1].N != 256 || ms[1].Value <= 0 || !strings.Contains(ms[1].What, "2 ledger servers on one database (32 agents each") {
+		t.Errorf("append rows %+v and %+v, want 256 receipts each, the second from two servers", ms[0], ms[1])
+	}
+	if ms[2].N != 40 || ms[2].Dist == nil || ms[3].N != 20 || ms[3].Dist == nil {
+		t.Errorf("latency rows %+v and %+v, want distributions over 40 checkpoints and 20 proofs", ms[2], ms[3])
+	}
+	bolt := Measurement{ID: "appends-batched", Section: "ledger", Status: StatusMeasured, Unit: "receipts/s", N: 256, Value: ms[0].Value * 4}
+	ms = append(ms, bolt)
+	q := postgresRatio(ms)
+	if q.Status != StatusMeasured || math.Abs(q.Value-0.25) > 1e-9 || q.Section != "postgres" {
+		t.Errorf("ratio %+v, want 0.25 measured", q)
+	}
+	boltProofs := Measurement{ID: "inclusion-proof-600", Section: "ledger", Status: StatusMeasured, Unit: "µs", N: 20, Dist: &Dist{P50: 1, P95: 2, P99: 2, Max: 3}}
+	r := &Report{Settings: s, Measurements: append(ms, q, boltProofs)}
+	for _, c := range []Claim{postgresAppendsClaim(r), postgresCheckpointClaim(r), postgresProofClaim(r)} {
+		if c.Status != StatusMeasured || !strings.Contains(c.Figure, "the goal") {
+			t.Errorf("claim %s: %s (%s), want measured against the goal", c.ID, c.Status, c.Figure)
+		}
+	}
+	if c := proofClaim(r); c.Status != StatusHeld || !strings.Contains(c.Figure, " at 600 on PostgreSQL; p50 1.00 µs at 600") || c.Evidence != "m-inclusion-proof-600" {
+		t.Errorf("claim %s: %s (%s, evidence %s), want held with the PostgreSQL proofs named, the bbolt row as evidence", c.ID, c.Status, c.Figure, c.Evidence)
+	}
+}
+
+// TestPostgresDoesNotStart: a PostgreSQL that does not start fails every
+// PostgreSQL row with the reason, and so their claims; the ratio is not
+// measured.
+func TestPostgresDoesNotStart(t *testing.T) {
+	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
+	s := Settings{Appends: 64, CheckpointN: 10, ProofSizes: []uint64{100}, Proofs: 5}
+	ms := postgresRows(t.Context(), lb, s, func(func(string, ...any)) (*pgtest.Server, error) {
+		return nil, errors.New("pgtest: no PostgreSQL")
+	})
+	if len(ms) != 4 || ms[3].ID != "inclusion-proof-postgres-100" {
+		t.Fatalf("rows %+v, want the four PostgreSQL rows", ms)
+	}
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Status, "failed: ") || !strings.HasSuffix(m.Status, ": starting PostgreSQL: pgtest: no PostgreSQL") || strings.Count(m.Status, "starting") != 1 || m.Section != "postgres" {
+			t.Errorf("row %s: %q in section %q, want failed with the reason, in postgres", m.ID, m.Status, m.Section)
+		}
+	}
+	ms = append(ms, Measurement{ID: "appends-batched", Status: StatusMeasured, Value: 1000})
+	if q := postgresRatio(ms); !strings.HasPrefix(q.Status, "not measured: ") {
+		t.Errorf("ratio %+v, want not measured", q)
+	}
+	r := &Report{Settings: s, Measurements: ms}
+	for _, c := range []Claim{postgresAppendsClaim(r), postgresCheckpointClaim(r), postgresProofClaim(r), proofClaim(r)} {
+		if !strings.HasPrefix(c.Status, "failed: ") {
+			t.Errorf("claim %s: %s, want failed", c.ID, c.Status)
+		}
+	}
+}
+
+// TestPostgresClaims: the goal claims against synthetic rows, on either
+// side of each goal (at the goal meets it), and without rows.
+func TestPostgresClaims(t *testing.T) {
+	rate := func(id string, v float64) Measurement {
+		return Measurement{ID: id, Status: StatusMeasured, Unit: "receipts/s", N: 100, Value: v}
+	}
+	dist := func(id, unit string, p50, p99 float64) Measurement {
+		return Measurement{ID: id, Status: StatusMeasured, Unit: unit, N: 100, Dist: &Dist{P50: p50, P95: p99, P99: p99, Max: p99}}
+	}
+	s := Settings{ProofSizes: []uint64{10_000, 1_000_000}}
+	for name, c := range map[string]struct {
+		rows   []Measurement
+		claim  func(*Report) Claim
+		figure string // "" for not measured
+	}{
+		"appends meet": {[]Measurement{rate("appends-batched-postgres", 5000), rate("appends-batched-postgres-2", 7000), {ID: postgresRatioID, Status: StatusMeasured, Value: 0.5}},
+			postgresAppendsClaim, "5000 receipts/s with one server, 7000 receipts/s with two (one server: 0.50x bbolt's group commit); meets the goal"},
+		"appends miss": {[]Measurement{rate("appends-batched-postgres", 4999), rate("appends-batched-postgres-2", 9000)},
+			postgresAppendsClaim, "with two; misses the goal"},
+		"appends one row": {[]Measurement{rate("appends-batched-postgres", 6000)}, postgresAppendsClaim, ""},
+		"checkpoint meets": {[]Measurement{dist("checkpoint-latency-postgres", "ms", 20, 100)},
+			postgresCheckpointClaim, "p50 20.0 ms, p99 100 ms; meets the goal"},
+		"checkpoint misses": {[]Measurement{dist("checkpoint-latency-postgres", "ms", 20, 101)},
+			postgresCheckpointClaim, "p99 101 ms; misses the goal"},
+		"proofs meet": {[]Measurement{dist("inclusion-proof-postgres-10000", "µs", 900, 5000), dist("inclusion-proof-postgres-1000000", "µs", 900, 1999)},
+			postgresProofClaim, "p50 900 µs, p99 1999 µs at 1000000 leaves; meets the goal"},
+		"proofs miss": {[]Measurement{dist("inclusion-proof-postgres-1000000", "µs", 900, 2001)},
+			postgresProofClaim, "misses the goal"},
+		"proofs smaller log only": {[]Measurement{dist("inclusion-proof-postgres-10000", "µs", 9, 10)}, postgresProofClaim, ""},
+	} {
+		got := c.claim(&Report{Settings: s, Measurements: c.rows})
+		switch {
+		case c.figure == "" && !strings.HasPrefix(got.Status, "not measured: "):
+			t.Errorf("%s: %s (%s), want not measured", name, got.Status, got.Figure)
+		case c.figure != "" && (got.Status != StatusMeasured || !strings.Contains(got.Figure, c.figure)):
+			t.Errorf("%s: %s (%s), want measured with %q", name, got.Status, got.Figure, c.figure)
+		}
+		if !strings.HasPrefix(got.Evidence, "m-") || !strings.Contains(got.Evidence, "postgres") {
+			t.Errorf("%s: evidence %q, want a PostgreSQL row", name, got.Evidence)
+		}
 	}
 }

@@ -16,6 +16,7 @@ var sections = []struct{ id, title string }{
 	{"latency", "Latency of one tools/call"},
 	{"procs", "Many proxies on one receipts directory"},
 	{"ledger", "Ledger"},
+	{"postgres", "Ledger on PostgreSQL"},
 	{"tessera", "Side by side with Tessera"},
 	{"anchor", "Anchoring"},
 	{"verify", "Offline verification"},

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/pgtest"
 	"github.com/bankdoor/bankdoor/verifier"
 )
 
@@ -70,6 +72,8 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 		return nil, err
 	}
 	r.Measurements = append(r.Measurements, ledgerRows(ctx, lb, s)...)
+	r.Measurements = append(r.Measurements, postgresRows(ctx, lb, s, pgtest.Start)...)
+	r.Measurements = append(r.Measurements, postgresRatio(r.Measurements))
 	r.Measurements = append(r.Measurements, b.SideBySide(ctx, s)...)
 	r.Settings.Anchor = w.Bin != ""
 	al, err := lb.openAnchorLog(w)
@@ -116,13 +120,13 @@ func attackReceipts(b *Bench, attacks int) Measurement {
 
 func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement {
 	var ms []Measurement
-	m, err := lb.Appends(ctx, "appends-batched", s.Appends, 0, 64)
+	m, err := lb.Appends(ctx, "appends-batched", s.Appends, 0, 64, 1)
 	ms = append(ms, rowOrFailure(m, err, "appends-batched", "ledger", "durable appends, group commit"))
 	if s.AppendsWide > 0 {
-		m, err = lb.Appends(ctx, "appends-batched-1024", s.AppendsWide, 0, 1024)
+		m, err = lb.Appends(ctx, "appends-batched-1024", s.AppendsWide, 0, 1024, 1)
 		ms = append(ms, rowOrFailure(m, err, "appends-batched-1024", "ledger", "durable appends, group commit, 1024 agents"))
 	}
-	m, err = lb.Appends(ctx, "appends-single-tx", s.SingleTx, 1, 64)
+	m, err = lb.Appends(ctx, "appends-single-tx", s.SingleTx, 1, 64, 1)
 	ms = append(ms, rowOrFailure(m, err, "appends-single-tx", "ledger", "durable appends, one receipt per transaction"))
 	m, err = lb.CheckpointLatency(ctx, s.CheckpointN)
 	ms = append(ms, rowOrFailure(m, err, "checkpoint-latency", "ledger", "time to a covering checkpoint"))
@@ -139,6 +143,65 @@ func ledgerRows(ctx context.Context, lb *LedgerBench, s Settings) []Measurement 
 		ms = append(ms, reads...)
 	}
 	return ms
+}
+
+// postgresRows measures the ledger on PostgreSQL as ledgerRows does on
+// bbolt: group commit with one and two ledger servers, the covering
+// checkpoint and inclusion proofs at the largest of s.ProofSizes. The
+// server is one of its own, from start (pgtest.Start: Debian's
+// PostgreSQL on loopback), stopped before postgresRows returns; if it
+// does not start, every row fails with the reason.
+func postgresRows(ctx context.Context, lb *LedgerBench, s Settings, start func(logf func(string, ...any)) (*pgtest.Server, error)) []Measurement {
+	pb := *lb
+	srv, startErr := start(pb.progress)
+	note := ""
+	if startErr != nil {
+		startErr = fmt.Errorf("starting PostgreSQL: %w", startErr)
+		pb.Postgres = func() (pgtest.DB, error) { return pgtest.DB{}, startErr }
+	} else {
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				pb.progress("stopping PostgreSQL: %v", err)
+			}
+		}()
+		pb.Postgres, note = srv.NewDatabase, "PostgreSQL "+srv.Version()+" on 127.0.0.1"
+	}
+	ids := []string{pb.id("appends-batched"), pb.id("appends-batched") + "-2", pb.id("checkpoint-latency")}
+	m, err := pb.Appends(ctx, ids[0], s.Appends, 0, 64, 1)
+	ms := []Measurement{rowOrFailure(m, err, ids[0], "postgres", "durable appends, group commit, PostgreSQL")}
+	m, err = pb.Appends(ctx, ids[1], s.Appends, 0, 64, 2)
+	ms = append(ms, rowOrFailure(m, err, ids[1], "postgres", "durable appends, group commit, 2 ledger servers on one PostgreSQL database"))
+	m, err = pb.CheckpointLatency(ctx, s.CheckpointN)
+	ms = append(ms, rowOrFailure(m, err, ids[2], "postgres", "time to a covering checkpoint, PostgreSQL"))
+	if len(s.ProofSizes) > 0 {
+		size := slices.Max(s.ProofSizes)
+		m, err = pb.ProofsAt(ctx, size, s.Proofs)
+		ms = append(ms, rowOrFailure(m, err, fmt.Sprintf("%s-%d", pb.id("inclusion-proof"), size), "postgres", "inclusion proofs, PostgreSQL"))
+	}
+	for i := range ms {
+		if ms[i].Status == StatusMeasured {
+			ms[i].Note = strings.TrimPrefix(ms[i].Note+"; "+note, "; ")
+		}
+	}
+	return ms
+}
+
+// postgresRatioID is the row of group commit on PostgreSQL over bbolt.
+const postgresRatioID = "appends-batched-postgres-of-bbolt"
+
+// postgresRatio divides group commit on PostgreSQL (one ledger server) by
+// group commit on bbolt, both from 64 agents in the same run.
+func postgresRatio(ms []Measurement) Measurement {
+	r := Measurement{ID: postgresRatioID, Section: "postgres",
+		What: "group commit on PostgreSQL (one ledger server) over group commit on bbolt, 64 agents each, same run"}
+	pg, ok1 := find(ms, "appends-batched"+backendSuffix)
+	bolt, ok2 := find(ms, "appends-batched")
+	if !ok1 || !ok2 || pg.Status != StatusMeasured || bolt.Status != StatusMeasured || bolt.Value <= 0 {
+		r.Status = "not measured: needs measured appends-batched and appends-batched" + backendSuffix + " rows"
+		return r
+	}
+	r.Status, r.Unit, r.N, r.Value = StatusMeasured, "× bbolt", pg.N, pg.Value/bolt.Value
+	return r
 }
 
 func anchorRow(ctx context.Context, lb *LedgerBench, al *anchorLog, w Witness, n int) Measurement {
@@ -211,6 +274,7 @@ var limits = []string{
 	"Latency is six MCP sessions (direct, proxied, deny over stdio pipes; the same three over streamable HTTP on 127.0.0.1), one call at a time, interleaved; no concurrent load. The fixture bank rewrites its whole state file on every call, which is part of both the direct and the proxied time and dominates it.",
 	"Over HTTP the proxy is `proxy --listen` with one agent (bearer token) and the fixture behind it over `--url`; it has no ledger (with --listen receipts go only to a remote ledger, and none is given), where the stdio proxy embeds one. Its deny is still answered after the receipt is fsynced.",
 	"The ledger figures run package ledger in process (the code the proxy embeds and `bankdoor ledger serve` runs), without the Connect RPC and network in front of it.",
+	"The PostgreSQL rows run the same code on a PostgreSQL server the report starts for itself (package pgtest): Debian's postgresql-VERSION binaries (the newest installed, its version in each row's note; pgtest installs Debian's postgresql package if there is none), a fresh cluster on loopback TCP (127.0.0.1, SCRAM password) on this machine, beside the report, with fsync on and synchronous_commit on, max_connections 200 and shared_buffers 64MB, default settings otherwise; a new database per row. Two ledger servers are two Logs in the report's process on one database, each catching up under the database's writer lock, not two processes.",
 	"The attack catalogue is what it is: an attack it does not contain is not measured here. The gate's guarantees hold for requests; responses, resources and prompts are not inspected, except answers that ask the user to act (-32042 URL elicitations, embedded requests), held to the expose list.",
 	"The proxied latency includes the proxy's own tools/list after every answered call (the pin invariant, package proxy), asked for the moment the answer arrives; the timed agent sends its next call at once, so it waits for what is left of that listing. An agent that thinks between calls waits for none of it. The rug-pull matrix checks that a change is never called; it does not measure a server that behaves differently from what it lists, which no pin can see.",
 	"The many-proxies rows run stdio proxies, each with its own fixture bank and SDK client, on this machine's cores: with more proxies than cores they measure contention for the CPU as well as for the receipts directory's lock (every receipt is written and fsynced under it). The takeover is timed from sending SIGKILL to reading the new holder's log line, so it includes the kernel releasing the dead holder's locks and the standby's retry interval.",

@@ -127,7 +127,7 @@ type ControlRow struct {
 // WHY"; only a measured figure has Value or Dist.
 type Measurement struct {
 	ID      string  `json:"id"`      // stable; the markdown anchor is "m-" + ID
-	Section string  `json:"section"` // "latency", "ledger", "anchor" or "verify"
+	Section string  `json:"section"` // "latency", "procs", "ledger", "postgres", "tessera", "anchor" or "verify"
 	What    string  `json:"what"`
 	Status  string  `json:"status"`
 	Unit    string  `json:"unit,omitempty"` // of Value and Dist: "ms", "µs", "receipts/s", "MiB", ...

@@ -36,7 +36,7 @@ func (t tileLog) Checkpoint() ([]byte, error) { return t.Log.Checkpoint(), nil }
 func (lb *LedgerBench) TileReads(ctx context.Context, size uint64, n int) ([]Measurement, error) {
 	size = max(size, tiles.Width)
 	lb.progress("ledger: tlog-tiles reads, %d tiles and 2 x %d entry bundles of a log of %d receipts", n, n, size)
-	bl, err := openLog(lb.Dir, "tiles", 0)
+	bl, err := lb.openLog("tiles", 0)
 	if err != nil {
 		return nil, err
 	}
