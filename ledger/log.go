@@ -450,8 +450,16 @@ func (l *Log) awaitSize(ctx context.Context, size uint64) error {
 }
 
 // view runs fn on a snapshot, mapping store failures to ErrStorage.
-func (l *Log) view(fn func(store.Tx) error) error {
-	err := l.store.View(fn)
+func (l *Log) view(fn func(store.Tx) error) error { return l.storageErr(l.store.View(fn)) }
+
+// read runs fn with store.Store.Read (no snapshot: for what the published
+// checkpoint covers, which no commit changes), mapping store failures to
+// ErrStorage.
+func (l *Log) read(fn func(store.Tx) error) error { return l.storageErr(l.store.Read(fn)) }
+
+// storageErr wraps a store failure that is not of a kind yet in
+// ErrStorage.
+func (l *Log) storageErr(err error) error {
 	if err != nil && !isKind(err) {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)
 	}

@@ -25,7 +25,7 @@ func (l *Log) LeafIndex(leafHash []byte) (uint64, error) {
 		return i, nil
 	}
 	var idx uint64
-	err := l.view(func(tx store.Tx) error {
+	err := l.read(func(tx store.Tx) error {
 		i, ok, err := tx.LeafIndex(leafHash)
 		if err != nil {
 			return err
@@ -44,13 +44,10 @@ func (l *Log) LeafIndex(leafHash []byte) (uint64, error) {
 // O(log size) node reads. It is ErrRange unless index < size <= Size().
 func (l *Log) InclusionProof(index, size uint64) ([][]byte, error) {
 	var hashes [][]byte
-	err := l.view(func(tx store.Tx) error {
-		cur, err := storedSize(tx)
-		if err != nil {
-			return err
-		}
+	cur := l.Size() // no commit changes what the published checkpoint covers
+	err := l.read(func(tx store.Tx) error {
 		if size > cur || index >= size {
-			return fmt.Errorf("%w: inclusion proof of leaf %d in tree size %d: want index < tree size <= %d, the log's size",
+			return fmt.Errorf("%w: inclusion proof of leaf %d in tree size %d: want index < tree size <= %d, the latest checkpoint's size",
 				ErrRange, index, size, cur)
 		}
 		nodes, err := proof.Inclusion(index, size)
@@ -68,13 +65,10 @@ func (l *Log) InclusionProof(index, size uint64) ([][]byte, error) {
 // The proof is empty when from is 0 or equals to.
 func (l *Log) ConsistencyProof(from, to uint64) ([][]byte, error) {
 	var hashes [][]byte
-	err := l.view(func(tx store.Tx) error {
-		cur, err := storedSize(tx)
-		if err != nil {
-			return err
-		}
+	cur := l.Size() // no commit changes what the published checkpoint covers
+	err := l.read(func(tx store.Tx) error {
 		if from > to || to > cur {
-			return fmt.Errorf("%w: consistency proof from tree size %d to %d: want from <= to <= %d, the log's size",
+			return fmt.Errorf("%w: consistency proof from tree size %d to %d: want from <= to <= %d, the latest checkpoint's size",
 				ErrRange, from, to, cur)
 		}
 		if from == 0 { // SPEC: https://c2sp.org/tlog-witness: from size 0 the proof is empty
@@ -108,11 +102,8 @@ func rehash(tx store.Tx, nodes proof.Nodes) ([][]byte, error) {
 // subtrees is complete in the tree of Size().
 func (l *Log) NodeHashes(level uint, start, count uint64) ([][]byte, error) {
 	var hashes [][]byte
-	err := l.view(func(tx store.Tx) error {
-		cur, err := storedSize(tx)
-		if err != nil {
-			return err
-		}
+	cur := l.Size() // no commit changes what the published checkpoint covers
+	err := l.read(func(tx store.Tx) error {
 		nodes := uint64(0) // complete nodes at level
 		if level < 64 {
 			nodes = cur >> level
@@ -125,6 +116,7 @@ func (l *Log) NodeHashes(level uint, start, count uint64) ([][]byte, error) {
 		for i := range ids {
 			ids[i] = compact.NewNodeID(level, start+uint64(i))
 		}
+		var err error
 		if hashes, err = nodeHashes(tx, ids); err != nil {
 			return fmt.Errorf("%w: %w", ErrStorage, err)
 		}
@@ -138,18 +130,15 @@ func (l *Log) NodeHashes(level uint, start, count uint64) ([][]byte, error) {
 // or start is not below Size().
 func (l *Log) Entries(start, count uint64) ([][]byte, error) {
 	var out [][]byte
-	err := l.view(func(tx store.Tx) error {
-		cur, err := storedSize(tx)
-		if err != nil {
-			return err
-		}
+	cur := l.Size() // no commit changes what the published checkpoint covers
+	err := l.read(func(tx store.Tx) error {
 		if count == 0 || start >= cur {
-			return fmt.Errorf("%w: entries from %d, count %d: want count > 0 and start < %d, the log's size",
+			return fmt.Errorf("%w: entries from %d, count %d: want count > 0 and start < %d, the latest checkpoint's size",
 				ErrRange, start, count, cur)
 		}
 		n := min(count, MaxEntries, cur-start)
 		out = make([][]byte, 0, n)
-		err = tx.ForEachEntry(start, func(i uint64, data []byte) error {
+		err := tx.ForEachEntry(start, func(i uint64, data []byte) error {
 			if i != start+uint64(len(out)) {
 				return errStop // a gap: reported below
 			}

@@ -105,6 +105,9 @@ func (s *Bolt) init(readOnly bool) error {
 // Path returns the file's path.
 func (s *Bolt) Path() string { return s.path }
 
+// Read is View: a bbolt read transaction costs nothing.
+func (s *Bolt) Read(fn func(Tx) error) error { return s.View(fn) }
+
 // Shared is false: a bbolt file is held by one process at a time.
 func (s *Bolt) Shared() bool { return false }
 

@@ -227,12 +227,27 @@ func (s *Postgres) Update(fn func(Tx) error) error {
 	return nil
 }
 
+// querier is what a pgTx sends its statements through: a transaction
+// (pgx.Tx) or, for Read, the pool.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Read runs fn without a transaction: each read is one statement on a
+// pooled connection, seeing what was committed when it ran.
+func (s *Postgres) Read(fn func(Tx) error) error {
+	return classify(fn(&pgTx{ctx: context.Background(), tx: s.pool}))
+}
+
 // pgTx is one transaction. Writes are buffered and sent together (one
 // pgx.Batch of one multi-row upsert per table) before the next read and
 // at commit.
 type pgTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	tx  querier
 	w   *writes // nil in a View
 }
 

@@ -155,6 +155,12 @@ type Head struct {
 // whether another process wrote since (e.g. by meta "size").
 type Store interface {
 	View(fn func(Tx) error) error
+	// Read runs fn read-only without the promise of one snapshot: each
+	// read sees what was committed when it ran (a PostgreSQL statement
+	// outside a transaction: no BEGIN and ROLLBACK round trips). It is
+	// for reads of what no commit changes once written, e.g. the nodes
+	// and entries of a tree size already published.
+	Read(fn func(Tx) error) error
 	Update(fn func(Tx) error) error
 	Close() error
 	// Shared reports whether other processes may write to the store

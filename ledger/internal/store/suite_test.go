@@ -26,6 +26,7 @@ func testStorage(t *testing.T, open func(t *testing.T) Store) {
 		{"RoundTrip", testRoundTrip},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewIsReadOnly},
+		{"Read", testRead},
 		{"Owned", testOwned},
 		{"EntryOrder", testEntryOrder},
 		{"ForEachStops", testForEachStops},
@@ -184,6 +185,29 @@ func testViewIsReadOnly(t *testing.T, s Store) {
 	}
 	if got := readAll(t, s); len(got.Entries) != 0 {
 		t.Fatalf("PutEntry in View stored %v", got.Entries)
+	}
+}
+
+// testRead: Read sees what was committed and writes nothing.
+func testRead(t *testing.T, s Store) {
+	mustUpdate(t, s, func(tx Tx) error {
+		return errors.Join(tx.PutEntry(0, []byte("zero")), tx.PutNode(compact.NewNodeID(0, 0), hash(1)))
+	})
+	err := s.Read(func(tx Tx) error {
+		e, err := tx.Entry(0)
+		if err != nil || string(e) != "zero" {
+			t.Errorf("Entry(0) in Read = %q, %v", e, err)
+		}
+		if h, err := tx.Nodes([]compact.NodeID{compact.NewNodeID(0, 0)}); err != nil || !bytes.Equal(h[0], hash(1)) {
+			t.Errorf("Nodes in Read = %x, %v", h, err)
+		}
+		return tx.PutEntry(1, []byte("one"))
+	})
+	if !errors.Is(err, ErrReadOnly) {
+		t.Errorf("PutEntry in Read = %v, want ErrReadOnly", err)
+	}
+	if got := readAll(t, s); len(got.Entries) != 1 {
+		t.Fatalf("PutEntry in Read stored %v", got.Entries)
 	}
 }
 
