@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,6 +28,9 @@ func TestBound(t *testing.T) {
 	got := boundRatios(ms, c, all, cores)
 	if len(got) != 3 || math.Abs(got[0].Value-0.5) > 1e-9 || math.Abs(got[1].Value-0.2) > 1e-9 || math.Abs(got[2].Value-0.25) > 1e-9 {
 		t.Errorf("ratios %+v, want 0.5, 0.2 and 0.25", got)
+	}
+	if all <= 0 || !strings.Contains(got[2].Note, "goroutines at once") {
+		t.Errorf("checks on all cores %v, verify row's note %q", all, got[2].Note)
 	}
 	if got := boundRatios(ms[1:], c, all, cores); got != nil {
 		t.Errorf("ratios without the bound row: %+v, want none", got)
