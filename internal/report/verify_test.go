@@ -9,7 +9,7 @@ import (
 )
 
 // TestVerifyThroughput: the row is a positive rate over n receipts, says
-// it is the fastest of its passes, and leaves the last pass's n files.
+// it is the fastest of its passes, and leaves the n files it verified.
 func TestVerifyThroughput(t *testing.T) {
 	lb := &LedgerBench{Dir: t.TempDir(), Progress: io.Discard}
 	dir := filepath.Join(t.TempDir(), "receipts")
