@@ -129,7 +129,10 @@ func (w *work) open() {
 }
 
 // openFile reads names[i], parses it, checks its signature and file name
-// and hashes it: all that does not depend on the files before it.
+// and hashes it: all that does not depend on the files before it. The
+// file's bytes are rd's buffer, which the next file overwrites: what
+// openFile returns holds none of them (the parsed receipt's strings are
+// copies).
 func (w *work) openFile(rd *reader, i int) opened {
 	name := w.names[i]
 	b, err := w.dir.read(rd, name)

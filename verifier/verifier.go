@@ -125,7 +125,7 @@ func receiptFiles(dir string) ([]string, error) {
 		name string
 		seq  uint64
 	}
-	var files []file
+	files := make([]file, 0, len(entries))
 	var bad *Error
 	last := uint64(0) // the highest seq
 	for _, e := range entries {

@@ -437,7 +437,7 @@ func TestDirFileFallback(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "000001.json"), []byte("{}"))
-	for _, d := range []dirFile{openDir(dir), {unix.AT_FDCWD, dir}} {
+	for _, d := range []dirFile{openDir(dir), {unix.AT_FDCWD, dir, false}} {
 		if b, err := d.read(new(reader), "000001.json"); err != nil || string(b) != "{}" {
 			t.Errorf("%+v: read %q, %v; want {}", d, b, err)
 		}

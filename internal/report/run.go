@@ -86,9 +86,9 @@ func Run(ctx context.Context, s Settings, b *Bench, root string, w Witness) (*Re
 	r.Measurements = append(r.Measurements, rowOrFailure(m, err, "verify-offline", "verify", "offline verification of a receipts directory"))
 	r.Measurements = append(r.Measurements, lb.VerifyAnchored(ctx, al, filepath.Join(b.Work, "verify", "bundle"), s.VerifyBundle)...)
 	r.Measurements = append(r.Measurements, budgetRows(ctx, lb, al, w, s.Mode)...)
-	bound, c, cores, err := lb.Bound(ctx, s.Appends)
+	bound, c, all, cores, err := lb.Bound(ctx, s.Appends)
 	r.Measurements = append(r.Measurements, rowOrFailure(bound, err, "ledger-bound", "ledger", "physical bound of durable appends on this machine"))
-	r.Measurements = append(r.Measurements, boundRatios(r.Measurements, c, cores)...)
+	r.Measurements = append(r.Measurements, boundRatios(r.Measurements, c, all, cores)...)
 	r.Claims = Claims(r)
 	r.Elapsed = time.Since(start).Round(time.Second).Seconds()
 	return r, nil

@@ -133,3 +133,22 @@ func TestScanReadsReceipts(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFileName: ParseFileName accepts exactly the names FileName
+// gives for a seq from 1 to 2⁵³−1, and returns that seq.
+func FuzzParseFileName(f *testing.F) {
+	for _, s := range []string{"000001.json", "999999.json", "1000000.json", "0000001.json", "000000.json",
+		"9007199254740991.json", "9007199254740992.json", "00000a.json", "+00001.json"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		seq, ok := ParseFileName(name)
+		if ok && (seq < 1 || seq > maxSeq || FileName(seq) != name) {
+			t.Fatalf("ParseFileName(%q) = %d, true; FileName(%d) = %q", name, seq, seq, FileName(seq))
+		}
+		digits, found := strings.CutSuffix(name, ".json")
+		if n, err := strconv.ParseUint(digits, 10, 64); found && err == nil && n >= 1 && n <= maxSeq && FileName(n) == name && (!ok || seq != n) {
+			t.Fatalf("ParseFileName(%q) = %d, %v; want %d, true", name, seq, ok, n)
+		}
+	})
+}

@@ -82,7 +82,9 @@ func ParseFileName(name string) (seq uint64, ok bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || n < 1 || n > maxSeq || FileName(n) != name {
+	// FileName(n) == name, without formatting it: FileName pads to six
+	// digits and never puts a zero before a seventh.
+	if err != nil || n < 1 || n > maxSeq || len(digits) > 6 && digits[0] == '0' {
 		return 0, false
 	}
 	return n, true
