@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,11 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/compact"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/pgtest"
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
@@ -33,18 +32,7 @@ type testWitness struct {
 }
 
 func newTestWitness(t *testing.T, name string) *testWitness {
-	skey, vkey, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := fnote.NewVerifierForCosignatureV1(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, v, _ := anchortest.WitnessKey(t, name)
 	return &testWitness{name: name, signer: s, verifier: v}
 }
 

@@ -8,15 +8,14 @@ package verifier_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
@@ -102,19 +101,8 @@ func openLedger(t testing.TB, pubs ...ed25519.PublicKey) *scratchlog.Log {
 // newWitness generates a witness key; its vkey is of type cosignature/v1.
 func newWitness(t testing.TB, name string) (note.Signer, string) {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cvkey, err := fnote.VKeyToCosignatureV1(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, cvkey
+	s, _, vkey := anchortest.WitnessKey(t, name)
+	return s, vkey
 }
 
 // append appends receipts to the log. Append returns once a checkpoint

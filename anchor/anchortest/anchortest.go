@@ -3,7 +3,8 @@
 // bbolt store runs it too), and MemStore is the in-memory store the anchor's
 // own tests use. NewOmniwitness and StartOmniwitness build (once per test
 // binary) and run the real third-party witness with package
-// internal/omniwitness, for the interop tests of this module. Nothing here
+// internal/omniwitness, for the interop tests of this module; WitnessKey
+// makes a witness key to cosign with in process. Nothing here
 // is durable; do not use it in production.
 package anchortest
 
