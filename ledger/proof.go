@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -137,30 +136,23 @@ func (l *Log) Entries(start, count uint64) ([][]byte, error) {
 				ErrRange, start, count, cur)
 		}
 		n := min(count, MaxEntries, cur-start)
-		out = make([][]byte, 0, n)
-		err := tx.ForEachEntry(start, func(i uint64, data []byte) error {
-			if i != start+uint64(len(out)) {
-				return errStop // a gap: reported below
-			}
-			out = append(out, append([]byte(nil), data...))
-			if uint64(len(out)) == n {
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && err != errStop {
+		idx, data, err := tx.Entries(start, int(n))
+		if err != nil {
 			return err
 		}
-		if uint64(len(out)) != n {
-			return fmt.Errorf("%w: entry %d is missing", ErrStorage, start+uint64(len(out)))
+		for k, i := range idx {
+			if i != start+uint64(k) {
+				return fmt.Errorf("%w: entry %d is missing", ErrStorage, start+uint64(k))
+			}
 		}
+		if uint64(len(data)) != n {
+			return fmt.Errorf("%w: entry %d is missing", ErrStorage, start+uint64(len(data)))
+		}
+		out = data
 		return nil
 	})
 	return out, err
 }
-
-// errStop ends a ForEach early.
-var errStop = errors.New("stop")
 
 // storedSize reads the committed tree size.
 func storedSize(tx store.Tx) (uint64, error) {

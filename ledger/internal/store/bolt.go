@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -178,6 +179,25 @@ func (t boltTx) ForEachEntry(start uint64, fn func(uint64, []byte) error) error 
 	}
 	return nil
 }
+
+func (t boltTx) Entries(start uint64, n int) ([]uint64, [][]byte, error) {
+	var idx []uint64
+	var data [][]byte
+	err := t.ForEachEntry(start, func(i uint64, d []byte) error {
+		if len(data) == n {
+			return errStop
+		}
+		idx, data = append(idx, i), append(data, bytes.Clone(d))
+		return nil
+	})
+	if err != nil && err != errStop {
+		return nil, nil, err
+	}
+	return idx, data, nil
+}
+
+// errStop ends a ForEach early.
+var errStop = errors.New("stop")
 
 func (t boltTx) LeafIndex(h []byte) (uint64, bool, error) {
 	v := t.tx.Bucket(bucketLeaves).Get(h)

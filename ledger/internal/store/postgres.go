@@ -498,6 +498,32 @@ func (t *pgTx) ForEachEntry(start uint64, fn func(uint64, []byte) error) error {
 		})
 }
 
+func (t *pgTx) Entries(start uint64, n int) ([]uint64, [][]byte, error) {
+	if err := t.flush(); err != nil {
+		return nil, nil, err
+	}
+	if start > math.MaxInt64 || n <= 0 {
+		return nil, nil, nil
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT idx, data FROM ledger_entries WHERE idx >= $1 ORDER BY idx LIMIT $2", int64(start), n)
+	if err != nil {
+		return nil, nil, err
+	}
+	var idx []uint64
+	var data [][]byte
+	var i int64
+	var d []byte
+	_, err = pgx.ForEachRow(rows, []any{&i, &d}, func() error {
+		idx, data = append(idx, uint64(i)), append(data, d)
+		d = nil // the next row scans into a new slice
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return idx, data, nil
+}
+
 func (t *pgTx) LeafIndex(h []byte) (uint64, bool, error) {
 	var i int64
 	found, err := t.get("SELECT idx FROM ledger_leaves WHERE hash = $1", []any{h}, &i)

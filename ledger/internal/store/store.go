@@ -190,6 +190,9 @@ type Tx interface {
 	// ForEachEntry calls fn for each entry from index start on, in order,
 	// until fn returns an error.
 	ForEachEntry(start uint64, fn func(index uint64, data []byte) error) error
+	// Entries returns the first n entries from index start on, in order,
+	// with their indexes (fewer if the store holds fewer), in one read.
+	Entries(start uint64, n int) (indexes []uint64, data [][]byte, err error)
 
 	LeafIndex(leafHash []byte) (index uint64, ok bool, err error)
 	// LeafIndexes returns LeafIndex of each of leafHashes, in order (found

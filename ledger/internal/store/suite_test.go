@@ -27,6 +27,7 @@ func testStorage(t *testing.T, open func(t *testing.T) Store) {
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"Read", testRead},
+		{"Entries", testEntries},
 		{"Owned", testOwned},
 		{"EntryOrder", testEntryOrder},
 		{"ForEachStops", testForEachStops},
@@ -209,6 +210,37 @@ func testRead(t *testing.T, s Store) {
 	if got := readAll(t, s); len(got.Entries) != 1 {
 		t.Fatalf("PutEntry in Read stored %v", got.Entries)
 	}
+}
+
+// testEntries: Entries returns at most n entries from start on, with
+// their indexes, each its own slice.
+func testEntries(t *testing.T, s Store) {
+	mustUpdate(t, s, func(tx Tx) error {
+		return errors.Join(tx.PutEntry(2, []byte("two")), tx.PutEntry(3, []byte("three")), tx.PutEntry(5, []byte("five")))
+	})
+	mustView(t, s, func(tx Tx) error {
+		for _, c := range []struct {
+			start uint64
+			n     int
+			idx   []uint64
+			data  []string
+		}{
+			{0, 2, []uint64{2, 3}, []string{"two", "three"}},
+			{3, 10, []uint64{3, 5}, []string{"three", "five"}},
+			{3, 1, []uint64{3}, []string{"three"}},
+			{6, 4, nil, nil},
+		} {
+			idx, data, err := tx.Entries(c.start, c.n)
+			var got []string
+			for _, d := range data {
+				got = append(got, string(d))
+			}
+			if err != nil || !slices.Equal(idx, c.idx) || !slices.Equal(got, c.data) {
+				t.Errorf("Entries(%d, %d) = %v, %q, %v; want %v, %q", c.start, c.n, idx, got, err, c.idx, c.data)
+			}
+		}
+		return nil
+	})
 }
 
 // testOwned checks that slices passed in and returned belong to their
