@@ -336,6 +336,19 @@ func BenchmarkHeap(b *testing.B) {
 	b.Run("size=1M", func(b *testing.B) { benchHeap(b, millionLog(b)) })
 }
 
+// BenchmarkHeapPostgres is BenchmarkHeap on PostgreSQL databases, whose
+// logs keep no pending leaves in memory (the leaf index is written at
+// once), built the same way.
+func BenchmarkHeapPostgres(b *testing.B) {
+	for _, size := range []uint64{10_000, millionLeaves} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			tl := openTestLogOn(b, onPostgres, 0)
+			tl.bulkAppend(b, rawLeaf, size, DefaultMaxBatch)
+			benchHeap(b, tl)
+		})
+	}
+}
+
 func benchHeap(b *testing.B, tl *testLog) {
 	const appenders = 64
 	as := make([]*agent, appenders)
