@@ -19,9 +19,10 @@ import (
 
 // runFailover sends every agent's chain as run does, each agent starting
 // on servers[agent % len(servers)]; an Append that fails is sent again,
-// the same request, to the next server, until one takes it. Each failure
-// is passed to failed (which must be safe for concurrent use). Once half
-// of all receipts are acknowledged it closes half.
+// the same request, to the next server, until one takes it (for at most a
+// minute: a database restarting on a loaded machine takes seconds). Each
+// failure is passed to failed (which must be safe for concurrent use).
+// Once half of all receipts are acknowledged it closes half.
 func (b *burst) runFailover(t *testing.T, servers []*ledgerServer, half chan<- struct{}, failed func(error)) {
 	var wg sync.WaitGroup
 	var once sync.Once
@@ -35,6 +36,7 @@ func (b *burst) runFailover(t *testing.T, servers []*ledgerServer, half chan<- s
 			at := i % len(cs)
 			for j := 0; j < len(chain); j += b.batch {
 				var tries, n int
+				var failing time.Time // since the first failure of this request
 				for {
 					resp, err := cs[at].Append(t.Context(), appendRequest(chain[j:min(j+b.batch, len(chain))]...))
 					if err == nil {
@@ -46,8 +48,11 @@ func (b *burst) runFailover(t *testing.T, servers []*ledgerServer, half chan<- s
 						break
 					}
 					failed(err)
-					if tries++; tries > 500 || t.Context().Err() != nil {
-						t.Errorf("agent %d, receipts %d..: %d attempts failed, the last: %v", i, j, tries, err)
+					if tries++; tries == 1 {
+						failing = time.Now()
+					}
+					if time.Since(failing) > time.Minute || t.Context().Err() != nil {
+						t.Errorf("agent %d, receipts %d..: %d attempts failed over %v, the last: %v", i, j, tries, time.Since(failing).Round(time.Millisecond), err)
 						return
 					}
 					at = (at + 1) % len(cs)
