@@ -216,9 +216,12 @@ func (x *leafIndexer) committed(f indexFlush, added []item, first uint64) {
 // process appended to: its "leaves_from", and the leaves from there on
 // that the bucket lacks.
 func (x *leafIndexer) reload(tx store.Tx, size uint64) error {
-	from, err := readLeavesFrom(tx, size)
-	if err != nil {
+	from, found, err := readLeavesFrom(tx, size)
+	switch {
+	case err != nil:
 		return err
+	case !found:
+		return fmt.Errorf("meta %q is missing", store.MetaLeavesFrom)
 	}
 	if err := x.pending.load(tx, from, size); err != nil {
 		return err
@@ -232,29 +235,26 @@ func (x *leafIndexer) reload(tx store.Tx, size uint64) error {
 // leaves from there on that the bucket lacks in pending.
 func loadLeafIndex(tx store.Tx, size uint64, lag int, atOnce bool) (*leafIndexer, error) {
 	x := &leafIndexer{pending: newPendingLeaves(), lag: lag, atOnce: atOnce, from: size}
-	b, err := tx.Meta(store.MetaLeavesFrom)
-	if err != nil {
+	from, found, err := readLeavesFrom(tx, size)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if b == nil {
+	case !found:
 		return x, tx.SetMeta(store.MetaLeavesFrom, store.IndexKey(size))
 	}
-	if x.from, err = parseLeavesFrom(b, size); err != nil {
-		return nil, err
-	}
+	x.from = from
 	return x, x.pending.load(tx, x.from, size)
 }
 
-// readLeavesFrom reads meta "leaves_from" of a log of size leaves.
-func readLeavesFrom(tx store.Tx, size uint64) (uint64, error) {
+// readLeavesFrom reads meta "leaves_from" of a log of size leaves; found
+// is false if the store predates it.
+func readLeavesFrom(tx store.Tx, size uint64) (from uint64, found bool, err error) {
 	b, err := tx.Meta(store.MetaLeavesFrom)
-	if err != nil {
-		return 0, err
+	if err != nil || b == nil {
+		return 0, false, err
 	}
-	if b == nil {
-		return 0, fmt.Errorf("meta %q is missing", store.MetaLeavesFrom)
-	}
-	return parseLeavesFrom(b, size)
+	from, err = parseLeavesFrom(b, size)
+	return from, err == nil, err
 }
 
 // load puts the leaves of indexes from..size-1 that the bucket lacks in
