@@ -227,8 +227,8 @@ func (l *Log) reload(tx store.Tx) error {
 		return fmt.Errorf("%w: %s: %w (stored size %d, last seen %d); was the database restored from a backup? run ledger fsck",
 			ErrStorage, l.path, errShrunk, st.size, l.size)
 	case !signedBy(st.note, l.opts.Signer.Name(), l.opts.Signer.KeyHash()):
-		return fmt.Errorf("%w: %s: the stored checkpoint of size %d is not signed by this log key %s",
-			ErrStorage, l.path, st.size, keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
+		return fmt.Errorf("%w: %w: %s: the stored checkpoint of size %d is not signed by this log key %s; was another log's database restored into it?",
+			ErrStorage, ErrOtherLog, l.path, st.size, keyName(l.opts.Signer.Name(), l.opts.Signer.KeyHash()))
 	}
 	if err := l.index.reload(tx, st.size); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, l.path, err)

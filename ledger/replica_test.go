@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/internal/pgtest"
@@ -26,9 +28,14 @@ func replicas(t testing.TB, srv *pgtest.Server, n int, agents ...*agent) []*test
 	if srv == nil {
 		srv = pg.Server(t)
 	}
+	return replicasOn(t, srv.NewDB(t), n, agents...)
+}
+
+// replicasOn opens n Logs on db, as n ledger servers would.
+func replicasOn(t testing.TB, db pgtest.DB, n int, agents ...*agent) []*testLog {
+	t.Helper()
 	first := openTestLogOn(t, onBolt, 0, agents...) // keys and options
 	first.Close()
-	db := srv.NewDB(t)
 	ls := make([]*testLog, n)
 	for i := range ls {
 		ls[i] = &testLog{path: db.URL, agents: first.agents, verifier: first.verifier, opts: first.opts}
@@ -408,5 +415,101 @@ func TestLostCommitReply(t *testing.T) {
 	rep, err := FsckDB(t.Context(), tl.path, tl.opts.DBPassword)
 	if err != nil || rep.Size != 3 {
 		t.Fatalf("FsckDB: %v, %v", rep, err)
+	}
+}
+
+// appendAfterRestore appends r to l after its database was restored (see
+// pgtest.Server.Restore), which cut l's connections: attempts that fail
+// because the database is unavailable are retried, for up to a minute.
+// An Append that succeeds fails the test; the first other error is
+// returned.
+func appendAfterRestore(t *testing.T, l *testLog, r []byte) error {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := l.Append(t.Context(), [][]byte{r})
+		switch {
+		case err == nil:
+			t.Fatal("Append on a restored database succeeded")
+		case !errors.Is(err, ErrUnavailable) || time.Now().After(deadline):
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReplicaRefusesShrunkLog: a ledger server whose database is restored
+// from an older backup while it runs (the stored log now smaller than
+// the one it signed) appends nothing on top of it: signing the restored
+// log's next sizes would make a second checkpoint for sizes it signed
+// before, a fork. It goes on publishing its own checkpoint, and the
+// database is left as the backup made it.
+func TestReplicaRefusesShrunkLog(t *testing.T) {
+	t.Parallel()
+	srv := pg.Server(t)
+	a, fresh := newAgent(1), newAgent(3)
+	db := srv.NewDB(t)
+	l := replicasOn(t, db, 1, a, fresh)[0]
+	l.mustAppend(t, a.Chain(t, 3)...)
+	l.Close()
+	backup := srv.Snapshot(t, db)
+	l.reopen(t)
+	l.mustAppend(t, a.Chain(t, 2)...)
+	signed := l.Checkpoint()
+	if err := srv.Restore(db, backup); err != nil {
+		t.Fatal(err)
+	}
+	// A new agent's first receipt, which the restored log would take.
+	err := appendAfterRestore(t, l, fresh.Next(t))
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, errShrunk) || !strings.Contains(err.Error(), "stored size 3, last seen 5") {
+		t.Fatalf("Append on a database restored to size 3 = %v; want ErrStorage: %v (stored size 3, last seen 5)", err, errShrunk)
+	}
+	if l.Size() != 5 || string(l.Checkpoint()) != string(signed) {
+		t.Fatalf("after the refusal the server publishes size %d:\n%s\nwant its checkpoint of size 5:\n%s", l.Size(), l.Checkpoint(), signed)
+	}
+	l.Close()
+	if restored := replicasOn(t, db, 1, a)[0]; restored.Size() != 3 {
+		t.Fatalf("the restored database holds a log of size %d, want the backup's 3", restored.Size())
+	}
+}
+
+// TestReplicaRefusesOtherLog: a ledger server whose database is replaced
+// by another log's (a larger one, signed by another log key) while it
+// runs neither appends to it nor publishes its checkpoint: ErrOtherLog,
+// as Open says of such a database.
+func TestReplicaRefusesOtherLog(t *testing.T) {
+	t.Parallel()
+	srv := pg.Server(t)
+	a, b, fresh := newAgent(1), newAgent(2), newAgent(3)
+	theirsDB, oursDB := srv.NewDB(t), srv.NewDB(t)
+	theirs := replicasOn(t, theirsDB, 1, a, b, fresh)[0]
+	theirs.mustAppend(t, a.Chain(t, 5)...)
+	theirs.Close()
+
+	skey, vkey, err := GenerateKey(testOrigin) // same origin, another key
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := &testLog{path: oursDB.URL, agents: theirs.agents, opts: theirs.opts}
+	ours.opts.DBPassword = oursDB.Password
+	if ours.opts.Signer, err = note.NewSigner(skey); err != nil {
+		t.Fatal(err)
+	}
+	if ours.verifier, err = note.NewVerifier(vkey); err != nil {
+		t.Fatal(err)
+	}
+	ours.reopen(t)
+	ours.mustAppend(t, b.Chain(t, 3)...)
+	signed := ours.Checkpoint()
+	if err := srv.Restore(oursDB, theirsDB); err != nil {
+		t.Fatal(err)
+	}
+	// A new agent's first receipt, which the other log would take.
+	err = appendAfterRestore(t, ours, fresh.Next(t))
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, ErrOtherLog) || !strings.Contains(err.Error(), keyName(ours.opts.Signer.Name(), ours.opts.Signer.KeyHash())) {
+		t.Fatalf("Append on a database holding another log = %v; want ErrStorage and ErrOtherLog naming this log key", err)
+	}
+	if ours.Size() != 3 || string(ours.Checkpoint()) != string(signed) {
+		t.Fatalf("after the refusal the server publishes size %d:\n%s\nwant its own checkpoint of size 3:\n%s", ours.Size(), ours.Checkpoint(), signed)
 	}
 }

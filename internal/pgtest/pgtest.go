@@ -324,6 +324,31 @@ func (s *Server) NewDB(tb testing.TB) DB {
 	return db
 }
 
+// Snapshot copies db, which nothing may be connected to, into a new
+// database (CREATE DATABASE ... TEMPLATE), dropped when tb's test ends:
+// a backup to Restore later.
+func (s *Server) Snapshot(tb testing.TB, db DB) DB {
+	tb.Helper()
+	snap := s.NewDB(tb) // its name, owner and cleanup; replaced at once
+	if err := s.Restore(snap, db); err != nil {
+		tb.Fatal(err)
+	}
+	return snap
+}
+
+// Restore makes db a copy of from, which nothing may be connected to, as
+// restoring a backup would: db is dropped, every connection to it cut,
+// and created again with from as its template.
+func (s *Server) Restore(db, from DB) error {
+	return s.super(func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "DROP DATABASE "+db.name+" WITH (FORCE)"); err != nil {
+			return err
+		}
+		_, err := c.Exec(ctx, "CREATE DATABASE "+db.name+" TEMPLATE "+from.name+" OWNER "+Role)
+		return err
+	})
+}
+
 // NewDatabase creates a new, empty database owned by Role, for a program
 // that is not a test (bankdoor-report); it lasts until Stop.
 func (s *Server) NewDatabase() (DB, error) {
