@@ -201,7 +201,9 @@
 // [ErrUnknownKey], [ErrChain], [ErrNotFound], [ErrRange], [ErrClosed],
 // [ErrStorage] and [ErrUnavailable] (which may come with ErrStorage), for
 // errors.Is; the message says which receipt (position
-// in the request, seq, key_id) and what is wrong. [Open] also returns
+// in the request, seq, key_id) and what is wrong. An Append on a shared
+// store whose log another log's database replaced returns ErrStorage
+// with [ErrOtherLog]. [Open] also returns
 // [ErrOtherLog], [ErrLocked] and [ErrIncompleteCopy]; [Copy] returns
 // [ErrNotEmpty] too. Messages are in the ledger's own terms:
 // what a command-line user should do about them is the command's to say.
