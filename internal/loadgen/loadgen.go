@@ -30,7 +30,8 @@
 //   - durable appends per second: acknowledged requests over that time;
 //   - server CPU per entry: the server process's user plus system time
 //     (utime + stime of /proc/PID/stat, in USER_HZ ticks, 100 a second on
-//     Linux) over that time, divided by the acknowledged entries;
+//     Linux) over that time, divided by the acknowledged entries; and the
+//     load generator's own CPU time over that time, the same way;
 //   - checkpoint latency: for every acknowledged entry, from its request
 //     to the first polled checkpoint whose size covers its index.
 //
@@ -99,6 +100,9 @@ type Result struct {
 	Acked   int           // acknowledged entries
 	Elapsed time.Duration // first request to last acknowledgement
 	CPU     time.Duration // the server's CPU time over Elapsed
+	// LoadCPU is the load generator's (this process's) CPU time over
+	// Elapsed: on one machine it is taken from the server's.
+	LoadCPU time.Duration
 	// Size is the size of the first checkpoint that covered every
 	// acknowledged entry.
 	Size uint64
@@ -177,6 +181,10 @@ func drive(ctx context.Context, t Target, writers []func(context.Context) (uint6
 	if err != nil {
 		return Result{}, nil, err
 	}
+	load0, err := CPUTime(os.Getpid())
+	if err != nil {
+		return Result{}, nil, err
+	}
 	per := make([][]ack, len(writers))
 	errs := make(chan error, len(writers))
 	var stop atomic.Bool
@@ -200,8 +208,9 @@ func drive(ctx context.Context, t Target, writers []func(context.Context) (uint6
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, err := CPUTime(t.PID())
+	load1, loadErr := CPUTime(os.Getpid())
 	close(errs)
-	if err = errors.Join(<-errs, err); err != nil {
+	if err = errors.Join(<-errs, err, loadErr); err != nil {
 		return Result{}, nil, err
 	}
 	var acks []ack
@@ -211,7 +220,7 @@ func drive(ctx context.Context, t Target, writers []func(context.Context) (uint6
 	if len(acks) == 0 {
 		return Result{}, nil, fmt.Errorf("no entry acknowledged in %v", d)
 	}
-	r := Result{Target: t.Name(), Writers: len(writers), Acked: len(acks), Elapsed: elapsed, CPU: cpu1 - cpu0}
+	r := Result{Target: t.Name(), Writers: len(writers), Acked: len(acks), Elapsed: elapsed, CPU: cpu1 - cpu0, LoadCPU: load1 - load0}
 	for _, a := range acks {
 		r.MaxIndex = max(r.MaxIndex, a.index)
 	}
@@ -343,7 +352,7 @@ func CPUTime(pid int) (time.Duration, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("server CPU time: %w", err)
+		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 	}
 	// The command name, field 2, is in parentheses and may hold spaces:
 	// the fields after it start past the last ')'. utime and stime are
@@ -351,13 +360,13 @@ func CPUTime(pid int) (time.Duration, error) {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("server CPU time: %s has %d fields after the command name, want at least 13", path, len(f))
+		return 0, fmt.Errorf("CPU time: %s has %d fields after the command name, want at least 13", path, len(f))
 	}
 	var ticks uint64
 	for _, v := range f[11:13] {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("server CPU time: %s: %w", path, err)
+			return 0, fmt.Errorf("CPU time: %s: %w", path, err)
 		}
 		ticks += n
 	}

@@ -102,8 +102,8 @@ func check(t *testing.T, res loadgen.Result, target loadgen.Target, writers int)
 	if len(res.Latency) != res.Acked || res.Latency[0] <= 0 {
 		t.Errorf("%d latencies, the least %v; want one positive latency per acknowledged entry (%d)", len(res.Latency), res.Latency[0], res.Acked)
 	}
-	if res.CPU <= 0 {
-		t.Errorf("server CPU %v over the run, want some", res.CPU)
+	if res.CPU <= 0 || res.LoadCPU <= 0 {
+		t.Errorf("server CPU %v and load generator CPU %v over the run, want some of each", res.CPU, res.LoadCPU)
 	}
 }
 

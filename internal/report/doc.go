@@ -32,7 +32,9 @@
 // the built `bankdoor ledger serve` and Tessera's POSIX conformance log
 // (package tesseralog, built from the module proxy at the version
 // tools/tessera/go.mod pins), alternating, for durable appends/s, the time
-// to a covering checkpoint and the server CPU per entry of each.
+// to a covering checkpoint and the server CPU per entry of each, with the
+// load generator's own CPU beside it (on one machine the two share the
+// CPUs).
 // Nothing leaves the machine: every HTTP server listens on 127.0.0.1 (the
 // conformance suite's npm project is installed from the registry once).
 //
