@@ -354,6 +354,15 @@ func (b *batchState) readHeads(batch []*request) error {
 // apply checks req against the log as the earlier requests of the batch
 // leave it, and keeps its receipts only if every one passes.
 func (b *batchState) apply(req *request) result {
+	if len(req.items) == 1 {
+		// Nothing to undo if the one receipt fails: place stages into b
+		// only what passes.
+		idx, err := b.place(b, req.items[0])
+		if err != nil {
+			return result{err: err}
+		}
+		return result{indexes: []uint64{idx}}
+	}
 	staged := &batchState{tx: b.tx, size: b.size + uint64(len(b.added)),
 		heads: map[string]Head{}, leaves: map[[32]byte]uint64{}, pending: b.pending}
 	indexes := make([]uint64, len(req.items))
