@@ -157,6 +157,10 @@ func (a *Auth) Middleware(next http.Handler) http.Handler {
 			ew.Write(w, r, err)
 			return
 		}
+		if c.name == "" { // nobody to name: callerName says "" without a value
+			next.ServeHTTP(w, r)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
