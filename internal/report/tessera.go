@@ -85,7 +85,21 @@ func (b *Bench) SideBySide(ctx context.Context, s Settings) []Measurement {
 			tsRows[i].Status = "not measured: " + tb.Skipped
 		}
 	}
-	return append(append(bdRows, tsRows...), ratioRow(bdRows[0], tsRows[0], bdRows[1], tsRows[1], bdRows[2], tsRows[2]))
+	ratio := ratioRow(bdRows[0], tsRows[0], bdRows[1], tsRows[1], bdRows[2], tsRows[2])
+	if ratio.Status == StatusMeasured && len(bd) == len(ts) && len(bd) > 1 {
+		ratio.Note += "; by round " + roundRatios(bd, ts)
+	}
+	return append(append(bdRows, tsRows...), ratio)
+}
+
+// roundRatios lists bankdoor's rate over Tessera's in each round, the
+// spread the pooled ratio hides.
+func roundRatios(bd, ts []loadgen.Result) string {
+	rs := make([]string, len(bd))
+	for i := range bd {
+		rs[i] = num(bd[i].Rate()/ts[i].Rate(), "x")
+	}
+	return strings.Join(rs, ", ")
 }
 
 // errSkipped stands for the runs a mode without side-by-side rounds skips.

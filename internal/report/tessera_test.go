@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankdoor/bankdoor/internal/loadgen"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
@@ -78,5 +79,15 @@ func TestSideBySideClaim(t *testing.T) {
 	}
 	if !strings.HasPrefix(ratio.Status, "not measured: ") {
 		t.Errorf("ratio row without Tessera: %q, want not measured", ratio.Status)
+	}
+}
+
+// TestRoundRatios: the ratio row's note lists each round's ratio, in
+// round order.
+func TestRoundRatios(t *testing.T) {
+	r := func(acked int) loadgen.Result { return loadgen.Result{Acked: acked, Elapsed: time.Second} }
+	got := roundRatios([]loadgen.Result{r(900), r(1100)}, []loadgen.Result{r(1000), r(1000)})
+	if want := "0.90x, 1.10x"; got != want {
+		t.Errorf("roundRatios = %q, want %q", got, want)
 	}
 }
