@@ -276,13 +276,27 @@ func (r *Relay) send(ctx context.Context, p *pending, method string, params []by
 	return id, true
 }
 
+// whyNotSent says why the server will not answer: it is gone (and why),
+// or the relay has stopped.
+func (r *Relay) whyNotSent() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.gone != nil:
+		return fmt.Errorf("the bank server is gone: %w", r.gone)
+	case r.stopped != nil:
+		return fmt.Errorf("the relay has stopped: %w", r.stopped)
+	}
+	return errors.New("the bank server is gone")
+}
+
 // call sends the relay's own request and waits for its response, at most
 // timeout (0: no limit but ctx's).
 func (r *Relay) call(ctx context.Context, method string, params []byte, timeout time.Duration) (*jsonrpc.Response, error) {
 	p := &pending{method: method, done: make(chan *jsonrpc.Response, 1)}
 	id, ok := r.send(ctx, p, method, params, false)
 	if !ok {
-		return nil, errors.New("the bank server is gone")
+		return nil, r.whyNotSent()
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -292,8 +306,8 @@ func (r *Relay) call(ctx context.Context, method string, params []byte, timeout 
 	}
 	select {
 	case resp := <-p.done:
-		if resp == nil {
-			return nil, errors.New("the bank server is gone")
+		if resp == nil { // serverGone set why before it closed p.done
+			return nil, r.whyNotSent()
 		}
 		if resp.Error != nil {
 			return nil, fmt.Errorf("the bank server answered %s with an error: %w", method, resp.Error)

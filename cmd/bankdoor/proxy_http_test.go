@@ -91,8 +91,14 @@ func TestE2EHTTPHeaderFromEnv(t *testing.T) {
 	p.Flags = nil // no header: the server refuses, the agent hears why
 	p.Receipts = t.TempDir()
 	_, err := mcptest.Start(ctx, p.Command(), nil)
-	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
-		t.Errorf("initialize without the token: %v, want an error naming the refusal (Unauthorized)", err)
+	if err == nil {
+		t.Fatal("initialize without the token succeeded")
+	}
+	// The agent's own answer names the refusal: what the proxy logged
+	// (which Start appends) may come after the agent had its answer.
+	answer, _, _ := strings.Cut(err.Error(), "\nstderr of the program:")
+	if !strings.Contains(answer, "Unauthorized") {
+		t.Errorf("initialize without the token: %v, want an answer naming the refusal (Unauthorized)", err)
 	}
 	if !strings.Contains(h.Stderr(), "Authorization header present=false") {
 		t.Errorf("the fixture did not refuse a request without the header:\n%s", h.Stderr())
