@@ -80,7 +80,7 @@ func (r *Relay) agentLoop(ctx context.Context) error {
 		if isBlank(raw) {
 			continue
 		}
-		r.handleFrame(ctx, raw)
+		r.handle(func() { r.handleFrame(ctx, raw) })
 	}
 }
 
@@ -221,7 +221,7 @@ func (r *Relay) callLoop(ctx context.Context) {
 		skip := tc.cancelled
 		r.mu.Unlock()
 		if !skip {
-			r.decideCall(ctx, tc)
+			r.handle(func() { r.decideCall(ctx, tc) })
 		}
 	}
 }

@@ -92,6 +92,9 @@ type Relay struct {
 	// answering counts the agent's requests the server has answered
 	// whose answers are not written yet: drain waits for them too.
 	answering int
+	// handling counts the agent's frames being handled (agentLoop) and
+	// its calls being decided (callLoop): settle waits for them.
+	handling  int
 	handshake bool  // the agent sent initialize
 	gone      error // why the server is gone, once it is
 	stopped   error // why the relay stopped, once it has: nothing more is forwarded
@@ -198,6 +201,7 @@ func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 		}
 		return r.stoppedErr()
 	case err := <-serverDone:
+		r.settle(ctx)
 		return err
 	case err := <-r.fatal:
 		r.down.Close()
@@ -279,13 +283,11 @@ func (r *Relay) send(ctx context.Context, p *pending, method string, params []by
 // whyNotSent says why the server will not answer: it is gone (and why),
 // or the relay has stopped.
 func (r *Relay) whyNotSent() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.gone != nil:
-		return fmt.Errorf("the bank server is gone: %w", r.gone)
-	case r.stopped != nil:
-		return fmt.Errorf("the relay has stopped: %w", r.stopped)
+	if gone := r.goneErr(); gone != nil {
+		return fmt.Errorf("the bank server is gone: %w", gone)
+	}
+	if err := r.stoppedErr(); err != nil {
+		return fmt.Errorf("the relay has stopped: %w", err)
 	}
 	return errors.New("the bank server is gone")
 }
@@ -407,6 +409,46 @@ func (r *Relay) unanswered() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.open) + r.answering
+}
+
+// settle waits, once the server is gone, until the agent's side has
+// answered everything it holds (a frame being handled, such as an
+// initialize whose call to the server failed; a call being decided or
+// queued), or drainTimeout passes. Run's return closes the agent's
+// stream: an answer written after it would be lost.
+func (r *Relay) settle(ctx context.Context) {
+	deadline := time.After(drainTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		busy := len(r.open) + r.answering + r.handling
+		r.mu.Unlock()
+		if busy == 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			r.log.Warn("the bank server is gone; giving up on answering open requests", "open", busy)
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// handle runs fn counted in handling (see settle).
+func (r *Relay) handle(fn func()) {
+	r.mu.Lock()
+	r.handling++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.handling--
+		r.mu.Unlock()
+	}()
+	fn()
 }
 
 // drain waits until the agent has no unanswered request (queued calls
