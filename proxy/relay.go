@@ -93,7 +93,7 @@ type Relay struct {
 	// whose answers are not written yet: drain waits for them too.
 	answering int
 	// handling counts the agent's frames being handled (agentLoop) and
-	// its calls being decided (callLoop): settle waits for them.
+	// its calls being decided (callLoop): drain waits for them.
 	handling  int
 	handshake bool  // the agent sent initialize
 	gone      error // why the server is gone, once it is
@@ -194,14 +194,14 @@ func (r *Relay) RunAgent(ctx context.Context, agent AgentSide) error {
 			r.down.Close()
 			return err
 		}
-		r.drain(ctx, serverDone)
+		r.drain(ctx, serverDone, "agent closed its input")
 		r.closing.Store(true)
 		if cerr := r.down.Close(); cerr != nil && !isExit(cerr) {
 			return fmt.Errorf("closing the bank server: %w", cerr)
 		}
 		return r.stoppedErr()
 	case err := <-serverDone:
-		r.settle(ctx)
+		r.drain(ctx, nil, "the bank server is gone")
 		return err
 	case err := <-r.fatal:
 		r.down.Close()
@@ -399,46 +399,22 @@ func (r *Relay) ourID() string {
 	return strconv.Quote("bankdoor-" + strconv.FormatInt(r.nextID, 10))
 }
 
-// drainTimeout bounds how long the relay waits, after the agent closed its
-// input, for answers to requests already sent to the server.
+// drainTimeout bounds how long Run waits, before it returns, for the
+// answers the agent is owed (see drain).
 const drainTimeout = 10 * time.Second
 
-// unanswered counts the agent's requests whose answers are not written:
-// open (queued, or sent to the server) or being written.
+// unanswered counts what the agent is owed an answer for: its open
+// requests (queued, or sent to the server), answers being written, and
+// frames being handled or calls being decided (see handle), which may
+// still answer.
 func (r *Relay) unanswered() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.open) + r.answering
+	return len(r.open) + r.answering + r.handling
 }
 
-// settle waits, once the server is gone, until the agent's side has
-// answered everything it holds (a frame being handled, such as an
-// initialize whose call to the server failed; a call being decided or
-// queued), or drainTimeout passes. Run's return closes the agent's
-// stream: an answer written after it would be lost.
-func (r *Relay) settle(ctx context.Context) {
-	deadline := time.After(drainTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r.mu.Lock()
-		busy := len(r.open) + r.answering + r.handling
-		r.mu.Unlock()
-		if busy == 0 {
-			return
-		}
-		select {
-		case <-deadline:
-			r.log.Warn("the bank server is gone; giving up on answering open requests", "open", busy)
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// handle runs fn counted in handling (see settle).
+// handle runs fn counted in unanswered: a frame being handled or a call
+// being decided.
 func (r *Relay) handle(fn func()) {
 	r.mu.Lock()
 	r.handling++
@@ -451,10 +427,14 @@ func (r *Relay) handle(fn func()) {
 	fn()
 }
 
-// drain waits until the agent has no unanswered request (queued calls
-// included), the server is gone, or drainTimeout passes, so an agent that
-// writes its requests and closes its input still gets every answer.
-func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
+// drain waits until the agent is owed no answer (see unanswered), the
+// server is gone (serverDone; nil once it is), or drainTimeout passes.
+// Run's return closes the agent's stream, so Run drains before it
+// returns: an agent that wrote its requests and closed its input still
+// gets every answer, and when the server goes, the answers the agent's
+// side is still writing (an initialize whose call to the server failed,
+// calls answered "gone") reach it.
+func (r *Relay) drain(ctx context.Context, serverDone <-chan error, why string) {
 	deadline := time.After(drainTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -467,7 +447,7 @@ func (r *Relay) drain(ctx context.Context, serverDone <-chan error) {
 		case <-serverDone:
 			return
 		case <-deadline:
-			r.log.Warn("agent closed its input; giving up on open requests", "open", open)
+			r.log.Warn(why+"; giving up on open requests", "open", open)
 			return
 		case <-ctx.Done():
 			return
