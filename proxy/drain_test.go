@@ -64,13 +64,23 @@ func TestDrainWaitsForAnswersBeingWritten(t *testing.T) {
 	if err := r.RunAgent(ctx, a); err != nil {
 		t.Fatal(err)
 	}
+	owedWhileWritten(t, seen, a, "id 2")
+}
+
+// owedWhileWritten checks what drain counted (seen) while the answer to
+// what was being written: at least one owed answer, or Run could return
+// and close the agent's stream before the agent got it.
+func owedWhileWritten(t *testing.T, seen <-chan int, a *hookedAgent, what string) {
+	t.Helper()
 	select {
 	case n := <-seen:
 		if n == 0 {
-			t.Error("while the answer to id 2 was being written, drain saw no unanswered request: the relay may stop before the agent gets it")
+			t.Errorf("while the answer to %s was being written, drain saw nothing owed: Run may return and close the agent's stream before the agent gets it", what)
 		}
 	default:
-		t.Fatalf("the answer to id 2 was never written; the agent got %q", a.written)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		t.Fatalf("the answer to %s was never written before Run returned; the agent got %q", what, a.written)
 	}
 }
 
@@ -126,14 +136,7 @@ func TestGoneServerAnswersBeforeRun(t *testing.T) {
 	if err := r.RunAgent(ctx, a); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("Run = %v, want the server's refusal", err)
 	}
-	select {
-	case n := <-seen:
-		if n == 0 {
-			t.Error("while the answer to initialize was being written, drain saw nothing owed: Run may return and close the agent's stream before the agent gets it")
-		}
-	default:
-		t.Fatalf("the answer to initialize was never written before Run returned; the agent got %q", a.written)
-	}
+	owedWhileWritten(t, seen, a, "initialize")
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.written) != 1 || !strings.Contains(a.written[0], "Unauthorized") || !strings.Contains(a.written[0], `"error"`) {
