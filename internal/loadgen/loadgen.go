@@ -117,11 +117,16 @@ type Result struct {
 func (r Result) Rate() float64 { return float64(r.Acked) / r.Elapsed.Seconds() }
 
 // CPUPerEntry is the server's CPU time per acknowledged entry.
-func (r Result) CPUPerEntry() time.Duration {
+func (r Result) CPUPerEntry() time.Duration { return r.perEntry(r.CPU) }
+
+// LoadCPUPerEntry is the load generator's CPU time per acknowledged entry.
+func (r Result) LoadCPUPerEntry() time.Duration { return r.perEntry(r.LoadCPU) }
+
+func (r Result) perEntry(d time.Duration) time.Duration {
 	if r.Acked == 0 {
 		return 0
 	}
-	return r.CPU / time.Duration(r.Acked)
+	return d / time.Duration(r.Acked)
 }
 
 // ack is one acknowledged entry.

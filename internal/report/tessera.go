@@ -234,7 +234,7 @@ func sbsRows(r loadgen.Result, err error, id, who, how string) []Measurement {
 	ms[1].Note = fmt.Sprintf("checkpoint polled every %v", loadgen.DefaultPoll)
 	ms[2].Unit, ms[2].Value = "µs", float64(r.CPUPerEntry())/float64(time.Microsecond)
 	ms[2].Note = fmt.Sprintf("%.2f s of CPU; the load generator's own %.2f s, %s an entry; the two used %.0f%% of the machine's %d CPUs",
-		r.CPU.Seconds(), r.LoadCPU.Seconds(), num(float64(r.LoadCPU)/float64(r.Acked)/float64(time.Microsecond), "µs"),
+		r.CPU.Seconds(), r.LoadCPU.Seconds(), num(float64(r.LoadCPUPerEntry())/float64(time.Microsecond), "µs"),
 		100*(r.CPU+r.LoadCPU).Seconds()/(r.Elapsed.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU())
 	return ms
 }

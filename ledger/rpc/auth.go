@@ -157,7 +157,7 @@ func (a *Auth) Middleware(next http.Handler) http.Handler {
 			ew.Write(w, r, err)
 			return
 		}
-		if c.name == "" { // nobody to name: callerName says "" without a value
+		if c.name == "" { // nobody to name: CallerName says "" without a value
 			next.ServeHTTP(w, r)
 			return
 		}
