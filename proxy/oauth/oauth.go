@@ -26,10 +26,12 @@
 //   - it grants every scope of Config.Scopes, in scope (a space-separated
 //     string, RFC 9068) or scp (a list or a string, as several servers
 //     issue it);
-//   - its Config.AgentClaim (sub unless set) is a string that names an
-//     agent: through Config.Agents when that is set (a token whose claim
-//     value is not there is refused), else the value itself, which must
-//     then be an agent name (see CheckAgent in package httpserve).
+//   - its Config.AgentClaim (sub unless set) is a string that Config.Agents
+//     maps to an agent. The map is the whole of the identity: an agent is
+//     the pair (Config.Issuer, that value), and a value is never an agent
+//     by being an agent's name, so an authorization server's client that
+//     is called, or registers itself as, "reconciler" is not the agent
+//     reconciler unless it is mapped to it.
 //
 // The JWT checks are those of github.com/coreos/go-oidc (signature, JWK
 // set, iss, aud, exp, nbf, algorithms), not code of this package. Opaque
@@ -91,15 +93,15 @@ type Config struct {
 	Scopes []string
 	// AgentClaim is the claim that names the agent; "" means sub.
 	AgentClaim string
-	// Agents maps a value of AgentClaim to an agent name; nil means the
-	// value is the agent's name.
+	// Agents maps a value of AgentClaim in a token of Issuer to an agent
+	// name; at least one. A token whose value is not in it is refused.
 	Agents map[string]string
 	// HTTPClient fetches the metadata and JWK set; nil means a client with
 	// a 10-second timeout.
 	HTTPClient *http.Client
 	// Now is the clock for exp and nbf; nil means time.Now.
 	Now func() time.Time
-	// CheckAgent checks an agent name taken from a claim value.
+	// CheckAgent checks each agent name of Agents.
 	CheckAgent func(string) error
 }
 
@@ -151,7 +153,13 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.CheckAgent == nil {
 		return nil, errors.New("no agent name check given")
 	}
+	if len(cfg.Agents) == 0 {
+		return nil, fmt.Errorf("no agent: map at least one value of claim %s to an agent; a value is never an agent by being its name", cfg.AgentClaim)
+	}
 	for value, agent := range cfg.Agents {
+		if value == "" {
+			return nil, fmt.Errorf("%s \"\": an empty claim value names no client", cfg.AgentClaim)
+		}
 		if err := cfg.CheckAgent(agent); err != nil {
 			return nil, fmt.Errorf("%s %q: %w", cfg.AgentClaim, value, err)
 		}
@@ -319,13 +327,9 @@ func (v *Verifier) Agent(ctx context.Context, token string) (string, error) {
 	if !ok {
 		return "", invalid(fmt.Sprintf("the access token has no string claim %s to name its agent", v.cfg.AgentClaim))
 	}
-	agent := value
-	if v.cfg.Agents != nil {
-		if agent, ok = v.cfg.Agents[value]; !ok {
-			return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q is not one of this gateway's agents", v.cfg.AgentClaim, value)}
-		}
-	} else if err := v.cfg.CheckAgent(value); err != nil {
-		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q: %v", v.cfg.AgentClaim, value, err)}
+	agent, ok := v.cfg.Agents[value]
+	if !ok {
+		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q is not one of this gateway's agents", v.cfg.AgentClaim, value)}
 	}
 	return agent, nil
 }

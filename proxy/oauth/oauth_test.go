@@ -107,7 +107,7 @@ var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
 func verifier(t *testing.T, a *as, mod func(*oauth.Config)) *oauth.Verifier {
 	t.Helper()
-	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"},
+	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: agents,
 		Now: func() time.Time { return now }, CheckAgent: httpserve.CheckAgent}
 	if mod != nil {
 		mod(&cfg)
@@ -119,9 +119,16 @@ func verifier(t *testing.T, a *as, mod func(*oauth.Config)) *oauth.Verifier {
 	return v
 }
 
+// client is the sub of the tests' tokens, and agents maps it to the
+// agent reconciler, as an authorization server names a client by an id
+// of its own.
+const client = "0oa1f2c3@clients"
+
+var agents = map[string]string{client: "reconciler"}
+
 func claims(mod func(map[string]any)) map[string]any {
 	c := map[string]any{
-		"iss": "", "aud": []string{resource}, "sub": "reconciler", "scp": []string{"bankdoor"},
+		"iss": "", "aud": []string{resource}, "sub": client, "scp": []string{"bankdoor"},
 		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
 	}
 	if mod != nil {
@@ -198,7 +205,7 @@ func TestAgent(t *testing.T) {
 		{name: "no sub", token: sign(t, rs, with(func(c map[string]any) { delete(c, "sub") })),
 			status: 401, code: "invalid_token", reason: "no string claim sub"},
 		{name: "sub not an agent name", token: sign(t, rs, with(func(c map[string]any) { c["sub"] = "../alice" })),
-			status: 403, code: "insufficient_scope", reason: `sub "../alice": agent name`},
+			status: 403, code: "insufficient_scope", reason: `sub "../alice" is not one of this gateway's agents`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := verifier(t, a, nil)
@@ -244,6 +251,35 @@ func TestAgentsMap(t *testing.T) {
 	var oe *oauth.Error
 	if _, err := v.Agent(context.Background(), tok); !errors.As(err, &oe) || oe.Status != 403 {
 		t.Errorf("unmapped client_id: %v, want 403", err)
+	}
+}
+
+// TestAgentIsMapped: no claim value is an agent by being its name. A
+// verifier needs at least one mapped value, and a token whose sub is an
+// agent's name (here the very agent the mapping names) is refused, so an
+// authorization server's client that is called, or registers itself as,
+// an agent does not become it.
+func TestAgentIsMapped(t *testing.T) {
+	a := newAS(t)
+	rs := a.key(t, jose.RS256, "rs", true)
+	for _, m := range []map[string]string{nil, {}} {
+		cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: m, CheckAgent: httpserve.CheckAgent}
+		if _, err := oauth.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no agent") {
+			t.Errorf("New with Agents %v: %v, want an error saying no agent is mapped", m, err)
+		}
+	}
+	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: map[string]string{"": "reconciler"}, CheckAgent: httpserve.CheckAgent}
+	if _, err := oauth.New(context.Background(), cfg); err == nil {
+		t.Error("New mapped an empty claim value")
+	}
+	v := verifier(t, a, nil)
+	for _, sub := range []string{"reconciler", ""} {
+		tok := sign(t, rs, claims(func(c map[string]any) { c["iss"] = a.srv.URL; c["sub"] = sub }))
+		agent, err := v.Agent(context.Background(), tok)
+		var oe *oauth.Error
+		if !errors.As(err, &oe) || oe.Status != 403 || !strings.Contains(oe.Reason, "is not one of this gateway's agents") {
+			t.Errorf("sub %q, not mapped: Agent = %q, %v; want 403, not one of this gateway's agents", sub, agent, err)
+		}
 	}
 }
 
@@ -295,7 +331,7 @@ func TestDiscovery(t *testing.T) {
 		{"mapped to a bad name", func(c *oauth.Config) { c.Agents = map[string]string{"x": "A B"} }, "agent name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, CheckAgent: httpserve.CheckAgent}
+			cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: agents, CheckAgent: httpserve.CheckAgent}
 			tc.mod(&cfg)
 			if _, err := oauth.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New: %v, want an error containing %q", err, tc.want)
