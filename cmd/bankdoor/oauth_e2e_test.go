@@ -63,12 +63,13 @@ func startHydras(t *testing.T, n int) []*hydra.Server {
 
 // TestE2EListenOAuth: the gateway as an OAuth 2.1 resource server in front
 // of the fixture over HTTP, with a real authorization server (Ory Hydra)
-// issuing client-credentials tokens. Two agents' tokens are their agents:
-// reads pass, writes are
-// denied, each agent's receipts are its own chain.
-// An agent of the tokens file is served beside them. Tokens for another
-// resource, expired, of another authorization server, or without the
-// scope, and a token neither in the file nor a JWT, are refused with their status and a challenge
+// issuing client-credentials tokens. Two clients' tokens are the agents
+// --oauth-agent maps them to: reads pass, writes are denied, each agent's
+// receipts are its own chain. An agent of the tokens file is served beside
+// them. Tokens for another resource, expired, of another authorization
+// server, or without the scope, of clients not mapped though named as
+// agents (one of the tokens file, one of the mapping), and a token neither
+// in the file nor a JWT, are refused with their status and a challenge
 // naming the protected resource metadata, which names the issuer. The bank
 // sees the gateway's own credential on every request, never an agent's
 // token (no passthrough).
@@ -85,6 +86,7 @@ func TestE2EListenOAuth(t *testing.T) {
 
 	cmd := exec.Command(built.bankdoor, "proxy", "--policy", w.policy, "--server", "bank", "--receipts", w.receipts,
 		"--listen", "127.0.0.1:0", "--oauth-issuer", as.Issuer, "--oauth-scope", "bankdoor",
+		"--oauth-agent", "svc-alice=alice", "--oauth-agent", "svc-carol=carol", "--oauth-agent", "svc-dave=dave",
 		"--agent-tokens", tokensFile, "--url", bank.URL, "--header-env", "Authorization=BANK_TOKEN")
 	cmd.Env = mcptest.Env("BANKDOOR_HOME="+w.home, "BANK_TOKEN=Bearer "+bankSecret)
 	p, err := mcptest.Serve(ctx, cmd, mcptest.ProxyServing)
@@ -96,17 +98,18 @@ func TestE2EListenOAuth(t *testing.T) {
 
 	const secret = "client-secret-0123456789abcdef"
 	for _, c := range []hydra.Client{
-		{ID: "alice", Audience: []string{resource}, Scope: "bankdoor"},
-		{ID: "bob", Audience: []string{resource}, Scope: "bankdoor"},
-		{ID: "carol", Audience: []string{resource, "http://127.0.0.1:1/mcp"}, Scope: "bankdoor other"},
-		{ID: "dave", Audience: []string{resource}, Scope: "bankdoor", Lifespan: time.Second},
+		{ID: "svc-alice", Audience: []string{resource}, Scope: "bankdoor"},
+		{ID: "svc-carol", Audience: []string{resource, "http://127.0.0.1:1/mcp"}, Scope: "bankdoor other"},
+		{ID: "svc-dave", Audience: []string{resource}, Scope: "bankdoor", Lifespan: time.Second},
+		{ID: "alice", Audience: []string{resource}, Scope: "bankdoor"}, // an agent's name, not mapped
+		{ID: "bob", Audience: []string{resource}, Scope: "bankdoor"},   // the tokens file's agent's name
 	} {
 		c.Secret = secret
 		if err := as.CreateClient(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := other.CreateClient(ctx, hydra.Client{ID: "alice", Secret: secret, Audience: []string{resource}, Scope: "bankdoor"}); err != nil {
+	if err := other.CreateClient(ctx, hydra.Client{ID: "svc-alice", Secret: secret, Audience: []string{resource}, Scope: "bankdoor"}); err != nil {
 		t.Fatal(err)
 	}
 	token := func(h *hydra.Server, id, scope, aud string) (string, time.Time) {
@@ -117,7 +120,7 @@ func TestE2EListenOAuth(t *testing.T) {
 		return tok, exp
 	}
 
-	expired, exp := token(as, "dave", "bankdoor", resource)
+	expired, exp := token(as, "svc-dave", "bankdoor", resource)
 	for _, tc := range []struct {
 		name, token string
 		status      int
@@ -126,9 +129,11 @@ func TestE2EListenOAuth(t *testing.T) {
 	}{
 		{"no token", "", 401, "", "missing access token"},
 		{"neither in the tokens file nor a JWT", strings.Repeat("c3", 20), 401, "invalid_token", "access token refused: malformed"},
-		{"another resource", tokenOnly(token(as, "carol", "bankdoor", "http://127.0.0.1:1/mcp")), 401, "invalid_token", "expected audience"},
-		{"another authorization server", tokenOnly(token(other, "alice", "bankdoor", resource)), 401, "invalid_token", "access token refused"},
-		{"without the scope", tokenOnly(token(as, "carol", "other", resource)), 403, "insufficient_scope", "does not grant scope bankdoor"},
+		{"another resource", tokenOnly(token(as, "svc-carol", "bankdoor", "http://127.0.0.1:1/mcp")), 401, "invalid_token", "expected audience"},
+		{"another authorization server", tokenOnly(token(other, "svc-alice", "bankdoor", resource)), 401, "invalid_token", "access token refused"},
+		{"without the scope", tokenOnly(token(as, "svc-carol", "other", resource)), 403, "insufficient_scope", "does not grant scope bankdoor"},
+		{"a client named as a mapped agent", tokenOnly(token(as, "alice", "bankdoor", resource)), 403, "insufficient_scope", `sub "alice" is not one of this gateway's agents`},
+		{"a client named as a tokens file agent", tokenOnly(token(as, "bob", "bankdoor", resource)), 403, "insufficient_scope", `sub "bob" is not one of this gateway's agents`},
 		{"expired", expired, 401, "invalid_token", "expired at"},
 	} {
 		if tc.name == "expired" {
@@ -180,7 +185,7 @@ func TestE2EListenOAuth(t *testing.T) {
 	// alice and carol by access token, bob by the tokens file at once.
 	bearer := map[string]string{"bob": static["bob"]}
 	for _, agent := range []string{"alice", "carol"} {
-		bearer[agent], _ = token(as, agent, "bankdoor", resource)
+		bearer[agent], _ = token(as, "svc-"+agent, "bankdoor", resource)
 	}
 	clients := bearerClients(p.URL, bearer)
 	readAndBeDenied(t, p, f, clients)

@@ -72,7 +72,7 @@ func (f *listenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.oauth.resource, "oauth-resource", "", "with --oauth-issuer: this gateway's resource URI as agents reach it, which a token's aud must hold (default http[s]://LISTEN-ADDRESS/mcp)")
 	fs.Var(&f.oauth.scopes, "oauth-scope", "with --oauth-issuer: a scope every token must grant (repeatable; at least one)")
 	fs.StringVar(&f.oauth.claim, "oauth-agent-claim", "sub", "with --oauth-issuer: the token claim that names the agent")
-	fs.Var(&f.oauth.agents, "oauth-agent", "with --oauth-issuer: VALUE=AGENT, a value of --oauth-agent-claim and the agent it is (repeatable); given any, a token whose value is not one is refused; given none, the value is the agent name")
+	fs.Var(&f.oauth.agents, "oauth-agent", "with --oauth-issuer: VALUE=AGENT, a value of --oauth-agent-claim in the issuer's tokens (a client id it assigned) and the agent it is (repeatable; at least one); a token whose value is not one is refused, even if it equals an agent name")
 }
 
 // check reports serve flags that do not go together and loads the TLS
@@ -96,6 +96,9 @@ func (f *listenFlags) check() error {
 		}
 	} else if len(f.oauth.scopes) == 0 {
 		return hint(errors.New("--oauth-issuer needs --oauth-scope"), "name the scope a token must grant to reach this gateway, e.g. --oauth-scope bankdoor")
+	} else if len(f.oauth.agents) == 0 {
+		return hint(errors.New("--oauth-issuer needs --oauth-agent"),
+			"map each client of the authorization server to its agent, e.g. --oauth-agent 0oa1f2c3@clients=reconciler (its --oauth-agent-claim value); no token names an agent by itself")
 	} else if _, err := f.oauth.agentsMap(); err != nil {
 		return err
 	}
@@ -124,11 +127,8 @@ func (f *listenFlags) check() error {
 	return nil
 }
 
-// agentsMap parses the --oauth-agent VALUE=AGENT flags; nil if none.
+// agentsMap parses the --oauth-agent VALUE=AGENT flags.
 func (f *oauthFlags) agentsMap() (map[string]string, error) {
-	if len(f.agents) == 0 {
-		return nil, nil
-	}
 	m := map[string]string{}
 	for _, a := range f.agents {
 		value, agent, ok := strings.Cut(a, "=")

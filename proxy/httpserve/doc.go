@@ -178,10 +178,11 @@
 //
 // With Config.OAuth, the gateway is also an OAuth 2.1 resource server
 // (package oauth): a bearer token that is not in the tokens file is
-// checked as an access token, and the agent is the one its claim names.
-// Every 401 and 403 of authentication then carries the challenge package
-// oauth makes, with the URL of the protected resource metadata (RFC 9728)
-// and the scopes needed, and the RFC 6750 error code (invalid_token,
+// checked as an access token, and the agent is the one its claim value
+// is mapped to (never a value by being an agent's name). Every 401 and
+// 403 of authentication then carries the challenge package oauth makes,
+// with the URL of the protected resource metadata (RFC 9728) and the
+// scopes needed, and the RFC 6750 error code (invalid_token,
 // insufficient_scope) when a token was refused. The token authenticates
 // the agent and goes no further: a session's relay gets the messages of
 // the POST bodies, never a header, so the bank server sees only what the

@@ -11,6 +11,17 @@
 // An access token is a JWT (RFC 7519, as profiled by RFC 9068) and is
 // accepted when every one of these holds:
 //
+//   - it is a JWS in the compact serialization (RFC 7515 §7.1): exactly
+//     three parts of unpadded base64url (RFC 4648 §5, no padding, no
+//     whitespace, no other byte) joined by two dots; never the JSON
+//     serialization, never a detached or unencoded payload;
+//   - its header and its payload are each one strict JSON object: no
+//     duplicate member names (escaped spellings included), valid UTF-8,
+//     nothing after the object (package jsonobj); the header has no crit;
+//   - its claims, where present, have their registered types: iss and sub
+//     strings; aud a string or an array of strings; exp, nbf and iat JSON
+//     numbers (a NumericDate of 1970..9999, never a string); scope a
+//     string; scp a string or an array of strings;
 //   - it is signed (RS256/384/512, PS256/384/512, ES256/384/512 or EdDSA;
 //     never "none" or an HMAC) by a key in the authorization server's JWK
 //     set, whose URL (jwks_uri) New finds in the server's metadata (RFC
@@ -21,20 +32,22 @@
 //   - its aud holds Config.Resource, the gateway's canonical resource URI
 //     (RFC 8707, MCP "Token Audience Binding"): a token issued for another
 //     resource, even by the same server, is refused;
-//   - its exp has not passed and its nbf, if any, has (with 5 minutes'
-//     leeway for nbf only);
+//   - it has an exp, which has not passed, and its nbf, if any, has (with
+//     5 minutes' leeway for nbf only);
 //   - it grants every scope of Config.Scopes, in scope (a space-separated
 //     string, RFC 9068) or scp (a list or a string, as several servers
 //     issue it);
-//   - its Config.AgentClaim (sub unless set) is a string that names an
-//     agent: through Config.Agents when that is set (a token whose claim
-//     value is not there is refused), else the value itself, which must
-//     then be an agent name (see CheckAgent in package httpserve).
+//   - its Config.AgentClaim (sub unless set) is a string that Config.Agents
+//     maps to an agent. The map is the whole of the identity: an agent is
+//     the pair (Config.Issuer, that value), and a value is never an agent
+//     by being an agent's name, so an authorization server's client that
+//     is called, or registers itself as, "reconciler" is not the agent
+//     reconciler unless it is mapped to it.
 //
-// The JWT checks are those of github.com/coreos/go-oidc (signature, JWK
-// set, iss, aud, exp, nbf, algorithms), not code of this package. Opaque
-// tokens, which only token introspection (RFC 7662) could check, are not
-// accepted.
+// The signature and the JWK set are checked by github.com/coreos/go-oidc's
+// RemoteKeySet (and go-jose); every other decision is this package's, on
+// the one strict parse above. Opaque tokens, which only token
+// introspection (RFC 7662) could check, are not accepted.
 //
 // # Refusals and the challenge
 //
@@ -91,22 +104,22 @@ type Config struct {
 	Scopes []string
 	// AgentClaim is the claim that names the agent; "" means sub.
 	AgentClaim string
-	// Agents maps a value of AgentClaim to an agent name; nil means the
-	// value is the agent's name.
+	// Agents maps a value of AgentClaim in a token of Issuer to an agent
+	// name; at least one. A token whose value is not in it is refused.
 	Agents map[string]string
 	// HTTPClient fetches the metadata and JWK set; nil means a client with
 	// a 10-second timeout.
 	HTTPClient *http.Client
 	// Now is the clock for exp and nbf; nil means time.Now.
 	Now func() time.Time
-	// CheckAgent checks an agent name taken from a claim value.
+	// CheckAgent checks each agent name of Agents.
 	CheckAgent func(string) error
 }
 
 // Verifier checks access tokens (see the package doc).
 type Verifier struct {
 	cfg      Config
-	verifier *oidc.IDTokenVerifier
+	keys     *oidc.RemoteKeySet
 	metadata []byte
 	path     string // of the metadata
 	// metadataURL is the metadata's absolute URL.
@@ -151,7 +164,13 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.CheckAgent == nil {
 		return nil, errors.New("no agent name check given")
 	}
+	if len(cfg.Agents) == 0 {
+		return nil, fmt.Errorf("no agent: map at least one value of claim %s to an agent; a value is never an agent by being its name", cfg.AgentClaim)
+	}
 	for value, agent := range cfg.Agents {
+		if value == "" {
+			return nil, fmt.Errorf("%s \"\": an empty claim value names no client", cfg.AgentClaim)
+		}
 		if err := cfg.CheckAgent(agent); err != nil {
 			return nil, fmt.Errorf("%s %q: %w", cfg.AgentClaim, value, err)
 		}
@@ -162,10 +181,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	// The key set's context is a bag of settings (go-oidc): it carries the
 	// HTTP client, and its cancellation is ignored.
-	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), cfg.HTTPClient), jwks)
-	v := &Verifier{cfg: cfg, verifier: oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{
-		ClientID: cfg.Resource, SupportedSigningAlgs: signingAlgs, Now: cfg.Now,
-	})}
+	v := &Verifier{cfg: cfg, keys: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), cfg.HTTPClient), jwks)}
 	v.path = "/.well-known/oauth-protected-resource" + strings.TrimSuffix(resource.EscapedPath(), "/")
 	v.metadataURL = (&url.URL{Scheme: resource.Scheme, Host: resource.Host, Path: v.path}).String()
 	v.metadata, err = json.Marshal(map[string]any{
@@ -292,65 +308,68 @@ func (e *Error) Error() string { return e.Reason }
 // Agent returns the agent that an access token authenticates, or an
 // *Error saying why the token is refused.
 func (v *Verifier) Agent(ctx context.Context, token string) (string, error) {
-	tok, err := v.verifier.Verify(ctx, token)
+	if err := checkCompact(token); err != nil {
+		return "", invalid("access token refused: " + err.Error())
+	}
+	payload, err := v.keys.VerifySignature(ctx, token)
 	if err != nil {
-		var exp *oidc.TokenExpiredError
-		if errors.As(err, &exp) {
-			return "", invalid(fmt.Sprintf("the access token expired at %s", exp.Expiry.UTC().Format(time.RFC3339)))
-		}
 		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "oidc: "), "id token", "access token")
 		return "", invalid("access token refused: " + msg)
 	}
-	var claims map[string]any
-	if err := tok.Claims(&claims); err != nil {
-		return "", invalid("access token claims: " + err.Error())
+	c, err := parseClaims(payload)
+	if err != nil {
+		return "", invalid("access token refused: " + err.Error())
 	}
-	granted := scopes(claims)
-	var missing []string
-	for _, s := range v.cfg.Scopes {
-		if !slices.Contains(granted, s) {
-			missing = append(missing, s)
-		}
+	if err := v.checkClaims(c); err != nil {
+		return "", err
 	}
-	if len(missing) > 0 {
-		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("the access token does not grant scope %s", strings.Join(missing, " "))}
-	}
-	value, ok := claims[v.cfg.AgentClaim].(string)
-	if !ok {
+	var value string
+	if err := stringClaim(c.obj, v.cfg.AgentClaim, &value); err != nil || !c.obj.Has(v.cfg.AgentClaim) {
 		return "", invalid(fmt.Sprintf("the access token has no string claim %s to name its agent", v.cfg.AgentClaim))
 	}
-	agent := value
-	if v.cfg.Agents != nil {
-		if agent, ok = v.cfg.Agents[value]; !ok {
-			return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q is not one of this gateway's agents", v.cfg.AgentClaim, value)}
-		}
-	} else if err := v.cfg.CheckAgent(value); err != nil {
-		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q: %v", v.cfg.AgentClaim, value, err)}
+	agent, ok := v.cfg.Agents[value]
+	if !ok {
+		return "", &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("%s %q is not one of this gateway's agents", v.cfg.AgentClaim, value)}
 	}
 	return agent, nil
 }
 
-func invalid(reason string) *Error {
-	return &Error{http.StatusUnauthorized, "invalid_token", reason}
-}
-
-// scopes returns the scopes a token grants: scope (a space-separated
-// string) and scp (a list of strings, or a space-separated string).
-func scopes(claims map[string]any) []string {
-	var out []string
-	for _, name := range []string{"scope", "scp"} {
-		switch v := claims[name].(type) {
-		case string:
-			out = append(out, strings.Fields(v)...)
-		case []any:
-			for _, s := range v {
-				if s, ok := s.(string); ok {
-					out = append(out, s)
-				}
-			}
+// checkClaims checks iss, aud, exp, nbf and the scopes.
+func (v *Verifier) checkClaims(c *claims) error {
+	if c.iss != v.cfg.Issuer {
+		return invalid(fmt.Sprintf("access token refused: issued by a different provider, expected %q got %q", v.cfg.Issuer, c.iss))
+	}
+	if !slices.Contains(c.aud, v.cfg.Resource) {
+		return invalid(fmt.Sprintf("access token refused: expected audience %q got %q", v.cfg.Resource, c.aud))
+	}
+	now := v.cfg.Now()
+	if c.exp.IsZero() {
+		return invalid("access token refused: no exp; a token that says no expiry is taken as expired")
+	}
+	if !now.Before(c.exp) {
+		return invalid(fmt.Sprintf("the access token expired at %s", c.exp.Format(time.RFC3339)))
+	}
+	if !c.nbf.IsZero() && now.Add(nbfLeeway).Before(c.nbf) {
+		return invalid(fmt.Sprintf("access token refused: not valid before its nbf, %s", c.nbf.Format(time.RFC3339)))
+	}
+	var missing []string
+	for _, s := range v.cfg.Scopes {
+		if !slices.Contains(c.scopes, s) {
+			missing = append(missing, s)
 		}
 	}
-	return out
+	if len(missing) > 0 {
+		return &Error{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("the access token does not grant scope %s", strings.Join(missing, " "))}
+	}
+	return nil
+}
+
+// nbfLeeway allows for an authorization server's clock running ahead, as
+// go-oidc and other resource servers do.
+const nbfLeeway = 5 * time.Minute
+
+func invalid(reason string) *Error {
+	return &Error{http.StatusUnauthorized, "invalid_token", reason}
 }
 
 // Challenge returns the WWW-Authenticate value for a refusal: err is an

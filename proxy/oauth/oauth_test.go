@@ -94,6 +94,20 @@ func (a *as) key(t *testing.T, alg jose.SignatureAlgorithm, kid string, publish 
 	return s
 }
 
+// rawKey makes an Ed25519 key, publishes it in the JWK set, and returns
+// it, for tokens whose bytes a test writes itself.
+func (a *as) rawKey(t *testing.T, kid string) ed25519.PrivateKey {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.keys = append(a.keys, jose.JSONWebKey{Key: pub, KeyID: kid, Algorithm: string(jose.EdDSA), Use: "sig"})
+	a.mu.Unlock()
+	return priv
+}
+
 func sign(t *testing.T, s jose.Signer, claims map[string]any) string {
 	t.Helper()
 	tok, err := jwt.Signed(s).Claims(claims).Serialize()
@@ -107,7 +121,7 @@ var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
 func verifier(t *testing.T, a *as, mod func(*oauth.Config)) *oauth.Verifier {
 	t.Helper()
-	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"},
+	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: agents,
 		Now: func() time.Time { return now }, CheckAgent: httpserve.CheckAgent}
 	if mod != nil {
 		mod(&cfg)
@@ -119,9 +133,16 @@ func verifier(t *testing.T, a *as, mod func(*oauth.Config)) *oauth.Verifier {
 	return v
 }
 
+// client is the sub of the tests' tokens, and agents maps it to the
+// agent reconciler, as an authorization server names a client by an id
+// of its own.
+const client = "0oa1f2c3@clients"
+
+var agents = map[string]string{client: "reconciler"}
+
 func claims(mod func(map[string]any)) map[string]any {
 	c := map[string]any{
-		"iss": "", "aud": []string{resource}, "sub": "reconciler", "scp": []string{"bankdoor"},
+		"iss": "", "aud": []string{resource}, "sub": client, "scp": []string{"bankdoor"},
 		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
 	}
 	if mod != nil {
@@ -198,7 +219,7 @@ func TestAgent(t *testing.T) {
 		{name: "no sub", token: sign(t, rs, with(func(c map[string]any) { delete(c, "sub") })),
 			status: 401, code: "invalid_token", reason: "no string claim sub"},
 		{name: "sub not an agent name", token: sign(t, rs, with(func(c map[string]any) { c["sub"] = "../alice" })),
-			status: 403, code: "insufficient_scope", reason: `sub "../alice": agent name`},
+			status: 403, code: "insufficient_scope", reason: `sub "../alice" is not one of this gateway's agents`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := verifier(t, a, nil)
@@ -245,6 +266,114 @@ func TestAgentsMap(t *testing.T) {
 	if _, err := v.Agent(context.Background(), tok); !errors.As(err, &oe) || oe.Status != 403 {
 		t.Errorf("unmapped client_id: %v, want 403", err)
 	}
+}
+
+// TestAgentIsMapped: no claim value is an agent by being its name. A
+// verifier needs at least one mapped value, and a token whose sub is an
+// agent's name (here the very agent the mapping names) is refused, so an
+// authorization server's client that is called, or registers itself as,
+// an agent does not become it.
+func TestAgentIsMapped(t *testing.T) {
+	a := newAS(t)
+	rs := a.key(t, jose.RS256, "rs", true)
+	for _, m := range []map[string]string{nil, {}} {
+		cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: m, CheckAgent: httpserve.CheckAgent}
+		if _, err := oauth.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no agent") {
+			t.Errorf("New with Agents %v: %v, want an error saying no agent is mapped", m, err)
+		}
+	}
+	cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: map[string]string{"": "reconciler"}, CheckAgent: httpserve.CheckAgent}
+	if _, err := oauth.New(context.Background(), cfg); err == nil {
+		t.Error("New mapped an empty claim value")
+	}
+	v := verifier(t, a, nil)
+	for _, sub := range []string{"reconciler", ""} {
+		tok := sign(t, rs, claims(func(c map[string]any) { c["iss"] = a.srv.URL; c["sub"] = sub }))
+		agent, err := v.Agent(context.Background(), tok)
+		var oe *oauth.Error
+		if !errors.As(err, &oe) || oe.Status != 403 || !strings.Contains(oe.Reason, "is not one of this gateway's agents") {
+			t.Errorf("sub %q, not mapped: Agent = %q, %v; want 403, not one of this gateway's agents", sub, agent, err)
+		}
+	}
+}
+
+// TestStrictToken: a token is the JWS compact serialization of strict
+// JSON with claims of their registered types, or it is refused, though
+// its signature is good. Each row is signed by a published key, and the
+// first, which is accepted, shows that the rest are refused for their
+// defect alone.
+func TestStrictToken(t *testing.T) {
+	a := newAS(t)
+	priv := a.rawKey(t, "raw")
+	signer := a.key(t, jose.EdDSA, "ed", true)
+	enc := base64.RawURLEncoding.EncodeToString
+	header := `{"alg":"EdDSA","kid":"raw","typ":"JWT"}`
+	good := fmt.Sprintf(`{"iss":%q,"aud":[%q],"sub":%q,"scp":["bankdoor"],"iat":%d,"nbf":%d,"exp":%d}`,
+		a.srv.URL, resource, client, now.Add(-time.Minute).Unix(), now.Add(-time.Minute).Unix(), now.Add(time.Hour).Unix())
+	// edit returns good with old replaced by new, once.
+	edit := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("%s not in %s", old, good)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	exp := fmt.Sprint(now.Add(time.Hour).Unix())
+	nbf := fmt.Sprint(now.Add(-time.Minute).Unix())
+	jws, err := signer.Sign([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact := raw(priv, header, good)
+	for _, tc := range []struct {
+		name, token string
+		reason      string // "" for accepted; else a regexp
+	}{
+		{"good", compact, ""},
+		{"fractional exp", raw(priv, header, edit(`"exp":`+exp, `"exp":`+exp+`.5`)), ""},
+		{"aud a string", raw(priv, header, edit(`"aud":[`+quote(resource)+`]`, `"aud":`+quote(resource))), ""},
+		{"exp a string", raw(priv, header, edit(`"exp":`+exp, `"exp":"`+exp+`"`)), `exp is not a number`},
+		{"nbf a string", raw(priv, header, edit(`"nbf":`+nbf, `"nbf":"`+nbf+`"`)), `nbf is not a number`},
+		{"iat a string", raw(priv, header, edit(`"iat":`+nbf, `"iat":"`+nbf+`"`)), `iat is not a number`},
+		{"exp null", raw(priv, header, edit(`"exp":`+exp, `"exp":null`)), `exp is not a number`},
+		{"exp out of range", raw(priv, header, edit(`"exp":`+exp, `"exp":1e400`)), `exp`},
+		{"iss an array", raw(priv, header, edit(`"iss":`+quote(a.srv.URL), `"iss":[`+quote(a.srv.URL)+`]`)), `iss is not a string`},
+		{"aud with a number", raw(priv, header, edit(`"aud":[`, `"aud":[1,`)), `aud is not a string or an array of strings`},
+		{"scp with a number", raw(priv, header, edit(`"scp":["bankdoor"]`, `"scp":["bankdoor",1]`)), `scp is not a string or an array of strings`},
+		{"scope an array", raw(priv, header, edit(`"scp":["bankdoor"]`, `"scope":["bankdoor"]`)), `scope is not a string`},
+		{"duplicate claim", raw(priv, header, edit(`"sub":`, `"sub":"mallory","sub":`)), `duplicate member "sub"`},
+		{"duplicate claim, escaped", raw(priv, header, edit(`"sub":`, `"sub":"mallory","s\u0075b":`)), `duplicate member "sub"`},
+		{"data after the claims", raw(priv, header, good+`{}`), `after`},
+		{"duplicate header member", raw(priv, `{"alg":"EdDSA","kid":"raw","kid":"ed","typ":"JWT"}`, good), `duplicate member "kid"`},
+		{"critical header", raw(priv, `{"alg":"EdDSA","kid":"raw","crit":["exp"],"exp":1}`, good), `crit`},
+		{"JSON serialization", jws.FullSerialize(), `malformed`},
+		{"whitespace inside", compact[:20] + "\n" + compact[20:], `malformed`},
+		{"padded", strings.Replace(compact, ".", "==.", 1), `malformed`},
+		{"four parts", compact + "." + enc([]byte("x")), `malformed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent, err := verifier(t, a, nil).Agent(context.Background(), tc.token)
+			if tc.reason == "" {
+				if err != nil || agent != "reconciler" {
+					t.Fatalf("Agent = %q, %v; want reconciler", agent, err)
+				}
+				return
+			}
+			var oe *oauth.Error
+			if !errors.As(err, &oe) || oe.Status != 401 || oe.Code != "invalid_token" || !regexp.MustCompile(tc.reason).MatchString(oe.Reason) {
+				t.Fatalf("Agent = %q, %v; want 401 invalid_token matching %q", agent, err, tc.reason)
+			}
+		})
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// raw returns the compact JWS of header and payload, exactly those bytes,
+// signed with priv.
+func raw(priv ed25519.PrivateKey, header, payload string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	in := enc([]byte(header)) + "." + enc([]byte(payload))
+	return in + "." + enc(ed25519.Sign(priv, []byte(in)))
 }
 
 // TestKeyRotation: a token signed by a key published after the first
@@ -295,7 +424,7 @@ func TestDiscovery(t *testing.T) {
 		{"mapped to a bad name", func(c *oauth.Config) { c.Agents = map[string]string{"x": "A B"} }, "agent name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, CheckAgent: httpserve.CheckAgent}
+			cfg := oauth.Config{Issuer: a.srv.URL, Resource: resource, Scopes: []string{"bankdoor"}, Agents: agents, CheckAgent: httpserve.CheckAgent}
 			tc.mod(&cfg)
 			if _, err := oauth.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New: %v, want an error containing %q", err, tc.want)
