@@ -145,17 +145,6 @@ func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 	return v, nil
 }
 
-// PublicKey returns the public key a vkey wraps, without its name, key
-// ID and type byte: two vkeys that give the same bytes hold one key (as a
-// note Ed25519 key and its cosignature/v1 key do).
-func PublicKey(vkey string) ([]byte, error) {
-	_, _, key, err := splitVKey(vkey)
-	if err != nil {
-		return nil, fmt.Errorf("key %s: %v", ShortKey(vkey), err)
-	}
-	return key, nil
-}
-
 // splitVKey returns a vkey's key ID, type byte and the key after it.
 func splitVKey(vkey string) (hash uint32, typ byte, key []byte, err error) {
 	name, rest, ok1 := strings.Cut(vkey, "+")

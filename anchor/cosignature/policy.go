@@ -21,31 +21,88 @@ type Policy struct {
 }
 
 // NewPolicy parses the log's vkey and the witnesses' vkeys. The quorum must be
-// between 0 and the number of witness keys, and no key may be given twice
-// (it would be counted twice).
+// between 0 and the number of witness keys, and the keys must be distinct
+// (see KeySet): a witness key given twice, under any names or key types,
+// would count one cosignature twice, and the log's key as a witness's
+// would let the log alone meet the quorum.
 func NewPolicy(logVKey string, witnessVKeys []string, quorum int) (*Policy, error) {
 	logKey, err := NewLogVerifier(logVKey)
 	if err != nil {
 		return nil, err
 	}
 	p := &Policy{Log: logKey, Quorum: quorum}
-	seen := make(map[string]bool)
+	var keys KeySet
+	if err := keys.Add(logVKey, true, "the log key "+keyID(logKey)); err != nil {
+		return nil, err
+	}
 	for _, k := range witnessVKeys {
 		v, err := NewWitnessVerifier(k)
 		if err != nil {
 			return nil, err
 		}
-		id := keyID(v)
-		if seen[id] {
-			return nil, fmt.Errorf("witness key %s is given twice: give each witness key once", id)
+		id := "witness key " + vkeyID(k)
+		if err := keys.Add(k, false, id); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		seen[id] = true
 		p.Witnesses = append(p.Witnesses, v)
 	}
 	if quorum < 0 || quorum > len(p.Witnesses) {
 		return nil, fmt.Errorf("witness quorum %d is impossible with %d witness key(s): give a quorum from 0 to %d, or more witness keys", quorum, len(p.Witnesses), len(p.Witnesses))
 	}
 	return p, nil
+}
+
+// A KeySet is the public keys of the logs and witnesses a verifier trusts,
+// added as they are read. A public key is one signer whatever the name,
+// key ID and type byte of the vkey that wraps it (a note Ed25519 key and
+// its cosignature/v1 key are one), so Add refuses a witness key that wraps
+// another witness's public key, whose one cosignature would count twice, a
+// witness key that wraps a log's or a log key that wraps a witness's, which
+// would let the log alone meet a quorum, and a log key given twice. The
+// zero KeySet is empty.
+type KeySet struct {
+	held map[string]heldKey // public key -> the entry that added it
+}
+
+type heldKey struct {
+	where string
+	log   bool
+}
+
+// Add adds the public key vkey wraps: a log's if log is true, else a
+// witness's. where names the entry in the caller's terms ("line 2"); the
+// error of a later entry that wraps the same public key names it.
+func (s *KeySet) Add(vkey string, log bool, where string) error {
+	_, _, key, err := splitVKey(vkey)
+	if err != nil {
+		return fmt.Errorf("key %s: %v", ShortKey(vkey), err)
+	}
+	prev, dup := s.held[string(key)]
+	if !dup {
+		if s.held == nil {
+			s.held = make(map[string]heldKey)
+		}
+		s.held[string(key)] = heldKey{where: where, log: log}
+		return nil
+	}
+	what, why := "the key", "duplicate witnesses are not allowed"
+	if log {
+		what = "the log key"
+	}
+	switch {
+	case log && prev.log:
+		why = "duplicate logs are not allowed"
+	case log || prev.log:
+		why = "a log's key is never a witness's, or the log alone would meet the quorum"
+	}
+	return fmt.Errorf("%s wraps the same public key as %s's: %s", what, prev.where, why)
+}
+
+// vkeyID returns the name and key ID of vkey as they are written.
+func vkeyID(vkey string) string {
+	name, rest, _ := strings.Cut(vkey, "+")
+	hash, _, _ := strings.Cut(rest, "+")
+	return name + "+" + hash
 }
 
 // Verified is a checkpoint that satisfied a Policy.

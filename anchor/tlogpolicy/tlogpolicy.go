@@ -13,8 +13,9 @@
 // A group or the quorum names only witnesses and groups defined on lines
 // before it, each member once; names are one namespace and "none" is
 // reserved; k is decimal, 1 <= k <= the members. Two keys that wrap the
-// same public key are duplicates (whatever their names), refused among
-// the logs and among the witnesses. Exactly one quorum line. Only tab,
+// same public key are one signer whatever their names and key types
+// (cosignature.KeySet): two logs or two witnesses with one key, or a
+// witness with a log's key, are refused. Exactly one quorum line. Only tab,
 // newline, printable ASCII and bytes with the high bit set may appear;
 // names are compared as bytes. A [Policy] implements
 // cosignature.Trust, as `bankdoor verify --policy-file` uses it; the
@@ -92,7 +93,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p := &Policy{}
 	names := map[string]*node{}
-	logKeys, witnessKeys := map[string]int{}, map[string]int{}
+	var keys cosignature.KeySet
 	groups, quorums := 0, 0
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	for i, line := range lines {
@@ -113,17 +114,12 @@ func Parse(data []byte) (*Policy, error) {
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			key, err := cosignature.PublicKey(f[1])
-			if err != nil {
+			if err := keys.Add(f[1], true, fmt.Sprintf("line %d", n)); err != nil {
 				return nil, fail("%v", err)
-			}
-			if prev, dup := logKeys[string(key)]; dup {
-				return nil, fail("the log key wraps the same public key as line %d's: duplicate logs are not allowed", prev)
 			}
 			if len(p.Logs) == MaxLogs {
 				return nil, fail("more than %d logs", MaxLogs)
 			}
-			logKeys[string(key)] = n
 			p.Logs = append(p.Logs, Entry{Name: v.Name(), VKey: f[1], URL: at(f, 2)})
 			p.logs = append(p.logs, v)
 		case "witness":
@@ -137,17 +133,12 @@ func Parse(data []byte) (*Policy, error) {
 			if err != nil {
 				return nil, fail("witness %s: %v", f[1], err)
 			}
-			key, err := cosignature.PublicKey(f[2])
-			if err != nil {
+			if err := keys.Add(f[2], false, fmt.Sprintf("line %d", n)); err != nil {
 				return nil, fail("witness %s: %v", f[1], err)
-			}
-			if prev, dup := witnessKeys[string(key)]; dup {
-				return nil, fail("witness %s: the key wraps the same public key as line %d's: duplicate witnesses are not allowed", f[1], prev)
 			}
 			if len(p.Witnesses) == MaxWitnesses {
 				return nil, fail("more than %d witnesses", MaxWitnesses)
 			}
-			witnessKeys[string(key)] = n
 			names[f[1]] = &node{key: fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())}
 			p.Witnesses = append(p.Witnesses, Entry{Name: f[1], VKey: f[2], URL: at(f, 3)})
 			p.verifiers = append(p.verifiers, v)

@@ -193,6 +193,21 @@ func TestParseRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	unknownType := "w.example+" + parts[1] + "+" + base64.StdEncoding.EncodeToString(append([]byte{0x09}, raw[1:]...))
+	// The log's public key as a witness's: its cosignature/v1 form, and
+	// that under another name.
+	lkCosig, err := fnote.VKeyToCosignatureV1(lk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lraw, _ := base64.StdEncoding.DecodeString(strings.SplitN(lk, "+", 3)[2])
+	lkOther, err := note.NewEd25519VerifierKey("independent.example", ed25519.PublicKey(lraw[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lkOther, err = fnote.VKeyToCosignatureV1(lkOther); err != nil {
+		t.Fatal(err)
+	}
+	const logIsWitness = "a log's key is never a witness's"
 	for _, c := range []struct{ name, policy, want string }{
 		{"no quorum", "log " + lk + "\n", "no quorum line"},
 		{"two quorums", "quorum none\nquorum none\n", "line 2: a second quorum line"},
@@ -201,6 +216,10 @@ func TestParseRefuses(t *testing.T) {
 		{"bad log key", "log notakey\nquorum none\n", "line 1: log key"},
 		{"duplicate log", "log " + lk + "\nlog " + lk + "\nquorum none\n", "line 2: the log key wraps the same public key as line 1's"},
 		{"duplicate witness key", "witness A " + x1 + "\nwitness B " + sameKey + "\nquorum A\n", "line 2: witness B: the key wraps the same public key as line 1's"},
+		{"the log key as a witness", "log " + lk + "\nwitness W " + lk + "\nquorum W\n", "line 2: witness W: the key wraps the same public key as line 1's: " + logIsWitness},
+		{"the log key as a witness, cosignature/v1", "log " + lk + "\nwitness W " + lkCosig + "\nquorum W\n", "line 2: witness W: the key wraps the same public key as line 1's: " + logIsWitness},
+		{"the log key as a witness of another name", "log " + lk + "\nwitness W " + lkOther + "\nquorum W\n", "line 2: witness W: the key wraps the same public key as line 1's: " + logIsWitness},
+		{"a witness key as a later log", "witness W " + x1 + "\nlog " + sameKey + "\nquorum W\n", "line 2: the log key wraps the same public key as line 1's: " + logIsWitness},
 		{"name twice", "witness A " + x1 + "\nwitness A " + x2 + "\nquorum A\n", "line 2: A is defined twice"},
 		{"group named like a witness", "witness A " + x1 + "\ngroup A any A\nquorum A\n", "line 2: A is defined twice"},
 		{"reserved name", "witness none " + x1 + "\nquorum none\n", "line 1: none is a reserved name"},

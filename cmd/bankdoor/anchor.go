@@ -86,18 +86,41 @@ func (f *witnessFlags) verifiers() ([]note.Verifier, error) {
 	return vs, nil
 }
 
-// load reads the flags for a ledger open in this process: the verifier
-// of every --witness-key, whose cosignatures the ledger accepts (their
-// names must differ: a cosignature is stored under its key's name), and
-// a client for each --witness URL paired with its key. With keyOnly, a
-// --witness-key with no --witness at all is accepted and anchors nothing
-// (ledger serve takes the cosignatures a bankdoor anchor elsewhere hands
-// back); otherwise URLs and keys must pair up.
-func (f *witnessFlags) load(keyOnly bool) (accepted []note.Verifier, clients []*tlogwitness.Client, err error) {
+// distinct checks that the --witness-key keys are distinct witnesses and,
+// unless logVKey is "", that none is the log's key, which logFrom names
+// (cosignature.KeySet).
+func (f *witnessFlags) distinct(logVKey, logFrom string) error {
+	var keys cosignature.KeySet
+	if logVKey != "" {
+		if err := keys.Add(logVKey, true, logFrom); err != nil {
+			return fmt.Errorf("%s: %w", logFrom, err)
+		}
+	}
+	for _, k := range f.keys {
+		where := "--witness-key " + cosignature.ShortKey(k)
+		if err := keys.Add(k, false, where); err != nil {
+			return hint(fmt.Errorf("%s: %w", where, err), "give each witness's own key once, as its operator publishes it")
+		}
+	}
+	return nil
+}
+
+// load reads the flags for a ledger open in this process, whose log key
+// is logVKey ("" if it is not loaded yet: then the caller checks it with
+// distinct): the verifier of every --witness-key, whose cosignatures the
+// ledger accepts (their names must differ: a cosignature is stored under
+// its key's name), and a client for each --witness URL paired with its
+// key. With keyOnly, a --witness-key with no --witness at all is accepted
+// and anchors nothing (ledger serve takes the cosignatures a bankdoor
+// anchor elsewhere hands back); otherwise URLs and keys must pair up.
+func (f *witnessFlags) load(logVKey string, keyOnly bool) (accepted []note.Verifier, clients []*tlogwitness.Client, err error) {
 	if err := f.checkInterval(); err != nil {
 		return nil, nil, err
 	}
 	if accepted, err = f.verifiers(); err != nil {
+		return nil, nil, err
+	}
+	if err := f.distinct(logVKey, "--log-key"); err != nil {
 		return nil, nil, err
 	}
 	if err := rpc.UniqueWitnesses(accepted); err != nil {
@@ -182,6 +205,9 @@ func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logge
 	}
 	witnesses, err := wf.clients(logger)
 	if err != nil {
+		return nil, err
+	}
+	if err := wf.distinct(logKey, "--log-key"); err != nil {
 		return nil, err
 	}
 	r := &remoteAnchor{client: client, logKey: lk, logger: logger, wake: make(chan []byte, 1)}

@@ -102,13 +102,14 @@ func (f *serveFlags) load() (*serveConfig, error) {
 		return nil, hint(fmt.Errorf("--origin %q is not the name of the --log-key key (%q)", f.origin, c.signer.Name()),
 			"pass --origin %q, or the key made for this origin", c.signer.Name())
 	}
-	if c.logKey, err = logVerifier(f.logKey); err != nil {
+	var logVKey string
+	if logVKey, c.logKey, err = logVerifier(f.logKey); err != nil {
 		return nil, fmt.Errorf("--log-key: %w", err)
 	}
 	if c.agents, err = rpc.LoadDirectory(f.agents); err != nil {
 		return nil, hint(fmt.Errorf("--agents: %w", err), "give --agents a directory of the agents' public keys (*.pem, e.g. their bankdoor.pub.pem)")
 	}
-	if err := f.loadWitnesses(&c); err != nil {
+	if err := f.loadWitnesses(&c, logVKey); err != nil {
 		return nil, err
 	}
 	if c.tls, err = f.loadTLS(); err != nil {
@@ -146,32 +147,34 @@ func dbError(db string, existed bool, err error) error {
 	return err
 }
 
-// logVerifier returns the verifier of the signer key file at path, which
-// ledger.LoadSigner has already checked.
-func logVerifier(path string) (note.Verifier, error) {
+// logVerifier returns the verifier key (vkey) of the signer key file at
+// path, which ledger.LoadSigner has already checked, and its verifier.
+func logVerifier(path string) (string, note.Verifier, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	return logKeyVerifier(string(bytes.TrimSpace(b)))
 }
 
-// logKeyVerifier returns the verifier of the log key skey.
-func logKeyVerifier(skey string) (note.Verifier, error) {
+// logKeyVerifier returns the vkey of the log key skey and its verifier.
+func logKeyVerifier(skey string) (string, note.Verifier, error) {
 	vkey, err := ledger.VerifierKey(skey)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return cosignature.NewLogVerifier(vkey)
+	v, err := cosignature.NewLogVerifier(vkey)
+	return vkey, v, err
 }
 
-// loadWitnesses reads --witness and --witness-key. With --witness, each
-// URL pairs with a key and the ledger anchors to them in process; with
-// --witness-key alone, it only accepts the cosignatures a bankdoor anchor
-// elsewhere hands back for those keys.
-func (f *serveFlags) loadWitnesses(c *serveConfig) error {
+// loadWitnesses reads --witness and --witness-key, none of which may be
+// the log's key logVKey. With --witness, each URL pairs with a key and
+// the ledger anchors to them in process; with --witness-key alone, it
+// only accepts the cosignatures a bankdoor anchor elsewhere hands back
+// for those keys.
+func (f *serveFlags) loadWitnesses(c *serveConfig, logVKey string) error {
 	var err error
-	c.accepted, c.witnesses, err = f.witnesses.load(true)
+	c.accepted, c.witnesses, err = f.witnesses.load(logVKey, true)
 	return err
 }
 

@@ -76,7 +76,7 @@ func (f *ledgerFlags) check() error {
 		return hint(errors.New("--ledger-ca and --ledger-token-env are for a remote ledger"), "give its URL with --ledger URL")
 	}
 	var err error
-	_, f.anchorTo, err = f.witnesses.load(false)
+	_, f.anchorTo, err = f.witnesses.load("", false) // the log key is checked once it is loaded
 	return err
 }
 
@@ -117,13 +117,17 @@ func (f *ledgerFlags) openEvidence(receipts, home, defaultOrigin string, logger 
 	e := &station.Embedded{Path: v.db, Options: ledger.Options{Origin: signer.Name(), Signer: signer, Logger: logger.With("ledger", "embedded")},
 		Witnesses: f.anchorTo, WitnessInterval: f.witnesses.interval}
 	if len(f.anchorTo) > 0 {
+		var vkey string
 		if newKey != "" {
-			e.LogKey, err = logKeyVerifier(newKey)
+			vkey, e.LogKey, err = logKeyVerifier(newKey)
 		} else {
-			e.LogKey, err = logVerifier(keyPath)
+			vkey, e.LogKey, err = logVerifier(keyPath)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the embedded ledger's key %s: %w", keyPath, err)
+		}
+		if err := f.witnesses.distinct(vkey, "the embedded ledger's log key "+keyPath); err != nil {
+			return nil, err
 		}
 		for i, w := range f.anchorTo {
 			w.Logger = logger

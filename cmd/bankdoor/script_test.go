@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -83,14 +84,14 @@ func cmdCosign(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[3], vkey)
 }
 
-// witnessKey reads NAME.skey and NAME.vkey, or makes them with a new key
-// of typ.
+// witnessKey reads NAME.skey and NAME.vkey (a script's own files end in
+// a newline), or makes them with a new key of typ.
 func witnessKey(ts *testscript.TestScript, typ, name string) (skey, vkey string) {
 	sb, err := os.ReadFile(ts.MkAbs(name + ".skey"))
 	if err == nil {
 		vb, err := os.ReadFile(ts.MkAbs(name + ".vkey"))
 		ts.Check(err)
-		return string(sb), string(vb)
+		return strings.TrimSpace(string(sb)), strings.TrimSpace(string(vb))
 	}
 	switch typ {
 	case "ed25519":
