@@ -189,6 +189,30 @@ func TestVerifyInLogRejects(t *testing.T) {
 		_, err := w.verifyInLog(tamper{w.client}, w.vkey)
 		wantReason(t, err, "000001.json", "does not verify against its signed checkpoint")
 	})
+	// A note the log key signed is still refused if its text is not a
+	// canonical checkpoint, as cosignature.Open refuses it everywhere else:
+	// no witness would cosign it.
+	for _, text := range []string{
+		origin + "\n03\n" + strings.Repeat("A", 43) + "=\n", // a size with a leading zero
+		origin + "\n2\n" + strings.Repeat("A", 42) + "B=\n", // non-zero padding bits
+	} {
+		t.Run("non-canonical "+strings.ReplaceAll(text, "\n", `\n`), func(t *testing.T) {
+			w := newWorld(t)
+			w.write(2, 2)
+			skey, vkey, err := note.GenerateKey(nil, origin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			signer, _ := note.NewSigner(skey)
+			v, _ := note.NewVerifier(vkey)
+			msg, err := note.Sign(&note.Note{Text: text}, signer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.verifyInLog(checkpointAs{w.client, msg}, v)
+			wantReason(t, err, "", "not a canonical tlog-checkpoint")
+		})
+	}
 	t.Run("tail removed from the directory", func(t *testing.T) {
 		w := newWorld(t)
 		w.write(4, 4)
@@ -215,6 +239,16 @@ func TestVerifyInLogRereadsFiles(t *testing.T) {
 	}
 	_, err = verifier.VerifyInLog(context.Background(), rep, w.client, w.vkey)
 	wantReason(t, err, "000002.json", "changed while it was being verified")
+}
+
+// checkpointAs answers GetCheckpoint with its note.
+type checkpointAs struct {
+	ledgerv1connect.LedgerServiceClient
+	note []byte
+}
+
+func (c checkpointAs) GetCheckpoint(context.Context, *connect.Request[ledgerv1.GetCheckpointRequest]) (*connect.Response[ledgerv1.GetCheckpointResponse], error) {
+	return connect.NewResponse(&ledgerv1.GetCheckpointResponse{Checkpoint: c.note}), nil
 }
 
 // tamper changes one byte of the first hash of every inclusion proof.
