@@ -195,6 +195,7 @@ func TestDraftLoads(t *testing.T) {
 		{`{"m":{"type":"integer","minimum":1,"exclusiveMinimum":3,"maximum":1e300}}`, `m: { type: integer, min: 4 }`},
 		{`{"m":{"type":"integer","enum":[1.0,1e1,2.5]}}`, `m: { type: integer, enum: [1, 10] }`},
 		{`{"m":{"type":"number","maximum":1e21}}`, `m: { type: number, max: 1e+21 }`},
+		{`{"m":{"type":"number","enum":[-0,0,1e21,1000000000000000000000]}}`, `m: { type: number, enum: [0, 1e+21] }`},
 	}
 	for _, tt := range tests {
 		raw := `{"name":"get_x","inputSchema":{"type":"object","properties":` + tt.schema + `}}`

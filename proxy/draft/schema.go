@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bankdoor/bankdoor/internal/jcs"
 	"github.com/bankdoor/bankdoor/internal/jsonobj"
 	"github.com/bankdoor/bankdoor/proxy/policy"
 )
@@ -308,7 +309,8 @@ func (c *constraints) enumValue(e jsontext.Value) (string, bool) {
 	if c.typ == "integer" {
 		ok = ok && f == math.Trunc(f) && math.Abs(f) <= maxExact
 	}
-	return c.number(f), ok
+	canon, err := jcs.Canonicalize([]byte(c.number(f))) // as the policy stores it: -0 is 0, so 0 and -0 are one value
+	return string(canon), ok && err == nil
 }
 
 // number writes f, a value of c's type, as the policy reads it: an
