@@ -73,7 +73,7 @@ func (s rangeSet) not() rangeSet {
 	return out
 }
 
-// or returns the code points in s or t.
+// or returns the code points in s or t, which may be ranges in any order.
 func (s rangeSet) or(t rangeSet) rangeSet {
 	all := append(slices.Clone(s), t...)
 	type r struct{ lo, hi rune }
@@ -106,14 +106,21 @@ type ecma struct {
 	depth int
 }
 
-// maxDepth bounds the nesting of groups.
-const maxDepth = 50
+// maxDepth bounds the nesting of groups, and maxPattern a pattern's
+// length in code points (a class's sets cost up to the square of it).
+const (
+	maxDepth   = 50
+	maxPattern = 4096
+)
 
 // translate returns the RE2 text that, matched against a whole string as
 // the gate does, accepts only strings in which the JSON Schema pattern p
 // finds a match under each reading (see # Patterns above).
 func translate(p string) (string, error) {
 	e := &ecma{src: []rune(p)}
+	if len(e.src) > maxPattern {
+		return "", fmt.Errorf("%w: longer than %d characters", errPattern, maxPattern)
+	}
 	alts, err := e.alternatives()
 	if err != nil {
 		return "", err
@@ -364,8 +371,9 @@ func (e *ecma) class() (string, error) {
 		} else if single && lo[0] == '-' && !first && !e.peek("]") {
 			return "", e.fail("a - inside a class that is not a range")
 		}
-		lower, upper = lower.or(lo), upper.or(hi)
+		lower, upper = append(lower, lo...), append(upper, hi...) // ranges in any order, sorted once below
 	}
+	lower, upper = lower.or(nil), upper.or(nil)
 	body := string(e.src[start:e.i])
 	e.i++
 	if !negated && strings.Trim(body, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == "" {

@@ -3,6 +3,7 @@ package draft
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -65,7 +66,7 @@ func TestTranslateLeftOut(t *testing.T) {
 		`(?=x)`, `(?!x)`, `(?<=x)y`, `(?<n>x)`, `(a)\1`, `\bx`, `\Bx`, `\p{L}`, `\P{L}`, `\cA`, `\0`, `\k<n>`,
 		`\u{1F600}`, `\uD83D\uDE00`, `😀`, `[😀]`, `\x4`, `\q`, `\-`, `x{2000}`, `x{,3}`, `x{3`, `x{3,1}`, `]`, `}`, `{`,
 		`x**`, `x+*`, `*x`, `^*`, `$+`, `[]`, `[^]`, `[z-a]`, `[\d-z]`, `[a-\d]`, `[a-b-c]`, `(x`, `x)`, `\`, `[a`,
-		`(?i)x`, `(?s).`, `[[:alpha:]]`, `\Q.\E`, `\z`, `\A`, `x{1000}{1000}`,
+		`(?i)x`, `(?s).`, `[[:alpha:]]`, `\Q.\E`, `\z`, `\A`, `x{1000}{1000}`, `(x{1000}){1000}`, "[" + strings.Repeat("ab", 2048) + "]",
 	} {
 		if f, err := pattern([]byte(jsonQuote(p))); err == nil {
 			t.Errorf("%q: translated to %s; want it left out", p, f)
