@@ -170,7 +170,7 @@ func writeEntry(b *bytes.Buffer, probe *gate.Gate, server string, t pin.Tool) bo
 		fmt.Fprintf(b, "      # %s: denied (%s): %s\n", commentSafe(t.Name), d.Rule, commentSafe(d.Reason))
 		return false
 	}
-	args, notes, refusals := specs(t.Raw)
+	args, refusals := specs(t.Raw)
 	refusals = append(append(nameReasons(t.Name), annotationReasons(t.Raw)...), refusals...)
 	var acknowledge []string
 	if ack {
@@ -188,10 +188,10 @@ func writeEntry(b *bytes.Buffer, probe *gate.Gate, server string, t pin.Tool) bo
 		fmt.Fprintf(b, "      # %s: %s. If its definition shows a read, a policy may allow\n", commentSafe(t.Name), commentSafe(d.Reason))
 		fmt.Fprintf(b, "      # it by acknowledging those words: review it, then uncomment.\n")
 	default:
-		writeTool(b, t, "", args, notes, nil)
+		writeTool(b, t, "", args, nil)
 		return true
 	}
-	writeTool(b, t, "# ", args, notes, acknowledge)
+	writeTool(b, t, "# ", args, acknowledge)
 	return false
 }
 
@@ -273,7 +273,7 @@ func ackWords(name string) []string {
 }
 
 // writeTool writes t's entry, each line prefixed by comment ("" or "# ").
-func writeTool(b *bytes.Buffer, t pin.Tool, comment string, args []arg, notes, acknowledge []string) {
+func writeTool(b *bytes.Buffer, t pin.Tool, comment string, args []arg, acknowledge []string) {
 	line := func(indent int, format string, args ...any) {
 		text := fmt.Sprintf(format, args...)
 		if comment == "" {
@@ -287,9 +287,6 @@ func writeTool(b *bytes.Buffer, t pin.Tool, comment string, args []arg, notes, a
 	line(8, "definition_sha256: %s", t.Definition)
 	if len(acknowledge) > 0 {
 		line(8, "acknowledge: [%s]", strings.Join(acknowledge, ", "))
-	}
-	for _, n := range notes {
-		line(8, "# %s", commentSafe(n))
 	}
 	if !slices.ContainsFunc(args, func(a arg) bool { return a.skip == "" }) {
 		line(8, "args: {}") // not "args:" with only comments under it, which YAML reads as null

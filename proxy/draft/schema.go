@@ -41,17 +41,17 @@ const (
 var argName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // specs derives the argument specs of the tool definition raw, in the
-// order of its input schema's properties, notes on the tool, and refusals:
-// why a policy with these specs would allow a call the schema forbids, so
-// that the tool is not proposed.
-func specs(raw []byte) (args []arg, notes, refusals []string) {
+// order of its input schema's properties, and refusals: why a policy with
+// these specs would allow a call the schema forbids, so that the tool is
+// not proposed.
+func specs(raw []byte) (args []arg, refusals []string) {
 	def, err := jsonobj.Parse(raw)
 	if err != nil {
-		return nil, nil, []string{"its definition is not a JSON object: " + err.Error()}
+		return nil, []string{"its definition is not a JSON object: " + err.Error()}
 	}
 	schema, err := jsonobj.Parse(def.Get("inputSchema"))
 	if err != nil {
-		return nil, nil, []string{"its inputSchema is not a JSON object"}
+		return nil, []string{"its inputSchema is not a JSON object"}
 	}
 	refusals = topLevel(schema)
 	var required []string
@@ -61,7 +61,7 @@ func specs(raw []byte) (args []arg, notes, refusals []string) {
 	var members jsonobj.Object
 	if props := schema.Get("properties"); props != nil {
 		if members, err = jsonobj.Parse(props); err != nil {
-			return nil, nil, append(refusals, "its inputSchema's properties is not an object")
+			return nil, append(refusals, "its inputSchema's properties is not an object")
 		}
 	}
 	kept := 0
@@ -86,7 +86,7 @@ func specs(raw []byte) (args []arg, notes, refusals []string) {
 	if kept > maxArgs {
 		refusals = append(refusals, fmt.Sprintf("its inputSchema has %d arguments a policy could express, more than the %d a policy may declare", kept, maxArgs))
 	}
-	return args, notes, refusals
+	return args, refusals
 }
 
 // topLevel says which keywords at the top of an input schema a policy
