@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/bankdoor/bankdoor/proxy/draft"
 )
@@ -28,11 +27,7 @@ func cmdInit(e *env, args []string) int {
 	if err != nil {
 		return exitErr(e, exitFailure, err)
 	}
-	source := df.url
-	if source == "" {
-		source = "`" + strings.Join(argv, " ") + "`"
-	}
-	out, err := draft.Write(tools, draft.Options{Server: *server, ID: *id, Source: source})
+	out, err := draft.Write(tools, draft.Options{Server: *server, ID: *id, Command: argv, URL: df.url})
 	if err != nil {
 		return exitErr(e, exitUsage, fmt.Errorf("--server or --id: %w", err))
 	}

@@ -18,13 +18,13 @@ func TestProperty(t *testing.T) {
 		schema string
 		want   string // the fields joined, or "skip: " and a part of the reason
 	}{
-		{`{"type":"string"}`, "type: string"},
+		{`{"type":"string"}`, "type: string, max_length: 256"},
 		{`{"type":"string","pattern":"^acc_[a-z0-9_]{1,32}$","maxLength":40,"minLength":0}`, `type: string, pattern: "acc_[a-z0-9_]{1,32}", max_length: 40`},
-		{`{"type":"string","pattern":"^cus_"}`, `type: string, pattern: "(?s:.*)(?:^cus_)(?s:.*)"`},
-		{`{"type":"string","pattern":"^a|b$"}`, `type: string, pattern: "(?s:.*)(?:^a|b$)(?s:.*)"`},
+		{`{"type":"string","pattern":"^cus_"}`, `type: string, pattern: "(?s:.*)(?:^cus_)(?s:.*)", max_length: 256`},
+		{`{"type":"string","pattern":"^a|b$"}`, `type: string, pattern: "(?s:.*)(?:^a|b$)(?s:.*)", max_length: 256`},
 		{`{"type":"string","pattern":"^(?=x)y$"}`, "skip: not RE2"},
 		{`{"type":"string","format":"date","description":"d"}`, `type: string, pattern: "\\d{4}-\\d{2}-\\d{2}", max_length: 10`},
-		{`{"type":"string","format":"email"}`, "type: string"},
+		{`{"type":"string","format":"email"}`, "type: string, max_length: 256"},
 		{`{"type":"string","enum":["a","b"]}`, `type: string, enum: ["a", "b"]`},
 		{`{"type":"string","enum":["a",1]}`, "skip: not a string"},
 		{`{"type":"integer","minimum":1,"maximum":100}`, "type: integer, min: 1, max: 100"},
@@ -40,7 +40,7 @@ func TestProperty(t *testing.T) {
 		{`{"type":"object","properties":{}}`, "skip: nested objects"},
 		{`{"type":"array","items":{"type":"string","maxLength":30},"maxItems":20,"minItems":1}`, "type: array, items: { type: string, max_length: 30 }, min_items: 1, max_items: 20"},
 		{`{"type":"array","items":{"type":"integer"}}`, "type: array, items: { type: integer }, max_items: 100"},
-		{`{"type":"array","items":{"type":"string"},"maxItems":5000}`, "type: array, items: { type: string }, max_items: 1000"},
+		{`{"type":"array","items":{"type":"string"},"maxItems":5000}`, "type: array, items: { type: string, max_length: 256 }, max_items: 1000"},
 		{`{"type":"array","items":{"type":"object"}}`, "skip: an array of"},
 		{`{"type":"array","items":{"type":"array","items":{"type":"string"}}}`, "skip: an array of"},
 		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, `skip: "uniqueItems"`},
@@ -90,24 +90,14 @@ func TestPatternSameStrings(t *testing.T) {
 // comments naming their rule.
 func TestWrite(t *testing.T) {
 	t.Parallel()
-	tool := func(raw string) pin.Tool {
-		name, sum, err := pin.Hash([]byte(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		def, err := pin.HashDefinition([]byte(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pin.Tool{Name: name, Raw: []byte(raw), SHA256: sum, Definition: def}
-	}
+	tool := func(raw string) pin.Tool { return listed(t, raw) }
 	tools := []pin.Tool{
 		tool(`{"name":"get_balance","inputSchema":{"type":"object","properties":{"account":{"type":"string","maxLength":40},"deep":{"type":"object"}},"required":["account"]}}`),
 		tool(`{"name":"list_transfers","inputSchema":{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":50}}}}`),
 		tool(`{"name":"transfer_funds","inputSchema":{"type":"object"}}`),
 		tool(`{"name":"bank.transfer","inputSchema":{"type":"object"}}`),
 	}
-	out, err := Write(tools, Options{Server: "bank", ID: "bank-readonly", Source: "`test`"})
+	out, err := Write(tools, Options{Server: "bank", ID: "bank-readonly", Command: []string{"test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +137,18 @@ func TestWrite(t *testing.T) {
 	if d := gate.New(p).Listable("bank", "list_transfers", tools[1].SHA256, tools[1].Definition); d.Rule != "" {
 		t.Errorf("uncommented, list_transfers is not listed: %s: %s", d.Rule, d.Reason)
 	}
+}
+
+// listed returns the tool definition raw as pin.Fetch would list it.
+func listed(t testing.TB, raw string) pin.Tool {
+	t.Helper()
+	name, sum, err := pin.Hash([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := pin.HashDefinition([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pin.Tool{Name: name, Raw: []byte(raw), SHA256: sum, Definition: def}
 }
