@@ -25,12 +25,16 @@ type File struct {
 }
 
 // Open opens the lock file path, creating it (mode 0600) if needed. It
-// takes no lock.
+// takes no lock. A symbolic link at path is refused in the open itself,
+// so a link cannot make it create or lock a file elsewhere.
 func Open(path string) (*File, error) {
 	if err := supported(path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if fi, lerr := os.Lstat(path); err != nil && lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("lock file %s is a symbolic link, which is not followed; remove it", path)
+	}
 	if err != nil {
 		return nil, err
 	}

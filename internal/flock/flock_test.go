@@ -2,8 +2,11 @@ package flock_test
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bankdoor/bankdoor/internal/flock"
@@ -73,4 +76,25 @@ func TestLockWaits(t *testing.T) {
 		t.Fatalf("TryLock while the waiter holds the lock = %v; want ErrLocked", err)
 	}
 	g.Close()
+}
+
+// TestOpenSymlink: a symbolic link at the lock's path is refused, and
+// nothing is created where it points.
+func TestOpenSymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	link := filepath.Join(dir, ".lock")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := flock.Open(link); err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("Open of a symbolic link = %v; want an error naming %s as a symbolic link", err, link)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open of a dangling link created its target (%v)", err)
+	}
 }

@@ -137,7 +137,7 @@ func Open(cfg Config) (*Station, error) {
 	}
 	s := &Station{cfg: cfg, log: cfg.Logger, own: map[string]ed25519.PublicKey{}, done: make(chan struct{})}
 	if e := cfg.Embedded; e != nil {
-		if _, err := os.Stat(e.Path); err == nil {
+		if _, err := os.Lstat(e.Path); err == nil {
 			l, err := s.openLedger()
 			if err != nil && !errors.Is(err, ledger.ErrLocked) {
 				return nil, err
