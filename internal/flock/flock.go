@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // ErrLocked is returned by TryLock when another open file holds the lock.
@@ -67,6 +68,44 @@ func (l *File) Unlock() error { return l.flock(lockUn) }
 
 // Close closes the file, releasing its lock.
 func (l *File) Close() error { return l.f.Close() }
+
+// LockWait opens path and takes its lock, waiting at most wait for
+// another holder to release it; close the File to release it. When wait
+// is over it fails with an error wrapping ErrLocked that names path and,
+// where the system lists locks (Linux's /proc/locks), the processes
+// holding it. The wait it gave up goes on in the background on its own
+// open file, which is closed the moment it gets the lock.
+func LockWait(path string, wait time.Duration) (*File, error) {
+	l, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.TryLock(); !errors.Is(err, ErrLocked) {
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		return l, nil
+	}
+	got := make(chan error, 1)
+	go func() { got <- l.Lock() }()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		return l, nil
+	case <-timer.C:
+		go func() {
+			<-got
+			l.Close()
+		}()
+		return nil, fmt.Errorf("lock %s: %w%s; gave up after %v", path, ErrLocked, l.holders(), wait)
+	}
+}
 
 // TryLock opens path and takes its lock without waiting; close the File
 // to release it.
