@@ -1,0 +1,60 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bankdoor/bankdoor/internal/flock"
+	"github.com/bankdoor/bankdoor/internal/mcptest"
+)
+
+// TestE2EReceiptsLockHeld: while another process holds the receipts
+// directory's lock, a denied call gets, within the writer's bounded wait
+// (receipt.LockWait), an error naming the lock file and its holder, and
+// no receipt; the proxy then stops, as after any failed receipt write,
+// instead of leaving the ping sent behind the call waiting.
+func TestE2EReceiptsLockHeld(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx := testContext(t, time.Minute)
+	s, err := mcptest.Start(ctx, w.proxy(w.fixture()).Command(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if res, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "list_accounts"}); err != nil || res.IsError {
+		t.Fatalf("list_accounts: %v %v", res, err)
+	}
+	lock := filepath.Join(w.receipts, ".lock")
+	held, err := flock.TryLock(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := s.RawNoReply([]byte(`{"jsonrpc":"2.0","id":` + s.NextID() + `,"method":"tools/call","params":{"name":"transfer"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Raw(ctx, []byte(`{"jsonrpc":"2.0","id":`+s.NextID()+`,"method":"ping"}`))
+	if err != nil {
+		t.Fatalf("denied call under a held receipts lock: %v\nstderr:\n%s", err, s.Stderr())
+	}
+	var msg struct{ Error *jsonrpc.Error }
+	if json.Unmarshal(resp, &msg) != nil || msg.Error == nil || !strings.Contains(msg.Error.Message, lock) ||
+		!strings.Contains(msg.Error.Message, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("denied call under a held receipts lock answered %s; want an error naming %s and its holder, pid %d", resp, lock, os.Getpid())
+	}
+	if code, err := s.Wait(ctx); err != nil || code != 1 {
+		t.Errorf("proxy after a receipt it could not write: exit status %d (%v); want 1\nstderr:\n%s", code, err, s.Stderr())
+	}
+	if names, err := mcptest.Receipts(w.receipts); err != nil || len(names) != 0 {
+		t.Errorf("receipts %v (%v); want none: the deny's receipt could not be written", names, err)
+	}
+}
