@@ -13,7 +13,7 @@ import (
 )
 
 // holders names the processes that /proc/locks lists as holding a lock on
-// l's file, as ", held by pid 123 (bankdoor)", or "" if it lists none.
+// l's file, as "pid 123 (bankdoor)", or "" if it lists none.
 // /proc/locks names a lock's file by "MAJOR:MINOR:INODE" and its holder by
 // pid, as seen from the lock owner's pid namespace.
 func (l *File) holders() string {
@@ -41,10 +41,7 @@ func (l *File) holders() string {
 			who = append(who, fmt.Sprintf("pid %d%s", pid, command(pid)))
 		}
 	}
-	if len(who) == 0 {
-		return ""
-	}
-	return ", held by " + strings.Join(who, ", ")
+	return strings.Join(who, ", ")
 }
 
 // command returns " (NAME)", the command name of process pid, or "".

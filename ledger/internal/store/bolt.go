@@ -11,6 +11,8 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
 // ErrLocked is wrapped by OpenBolt's error when another process has the
@@ -70,7 +72,11 @@ func OpenBoltWait(path string, readOnly bool, wait time.Duration) (*Bolt, error)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly, OpenFile: openNoFollow})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open ledger %s: %w (a ledger server or a proxy?): %w", path, ErrLocked, err)
+		by := flock.Holders(path)
+		if by == "" {
+			by = "a ledger server or a proxy?"
+		}
+		return nil, fmt.Errorf("open ledger %s: %w (%s): %w", path, ErrLocked, by, err)
 	}
 	if fi, lerr := os.Lstat(path); err != nil && lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return nil, fmt.Errorf("open ledger %s: it is a symbolic link, which is not followed: a ledger file is a regular file", path)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,40 @@ func TestE2EReceiptsLockHeld(t *testing.T) {
 	}
 	if names, err := mcptest.Receipts(w.receipts); err != nil || len(names) != 0 {
 		t.Errorf("receipts %v (%v); want none: the deny's receipt could not be written", names, err)
+	}
+}
+
+// TestE2ELedgerHeldElsewhere: a process that is no proxy (here the test,
+// holding the flock bbolt takes) holds the embedded ledger's file when the
+// proxy starts: the proxy denies as ever, says once on stderr that nothing
+// is shipped, naming the file and the holder's pid, and its metrics show
+// the lapse and the receipts written meanwhile.
+func TestE2ELedgerHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if err := os.MkdirAll(w.receipts, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(w.receipts, ".ledger.db")
+	held, err := flock.TryLock(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	p := w.proxy(w.fixture())
+	p.Flags = []string{"--metrics-addr", "127.0.0.1:0"}
+	s := start(t, p.Command(), nil)
+	ctx := testContext(t, time.Minute)
+	_, err = s.Client().CallTool(ctx, &mcp.CallToolParams{Name: "transfer"})
+	deniedWith(t, w, err, "name.write_word")
+	if got := scrape(t, metricsURL(t, s.Stderr()), "bankdoor_ledger_holder_lapse"); len(got) != 1 || got[0] != "bankdoor_ledger_holder_lapse 1" {
+		t.Errorf("lapse gauge %q; want bankdoor_ledger_holder_lapse 1", got)
+	}
+	if got := scrape(t, metricsURL(t, s.Stderr()), "bankdoor_spool_backlog_receipts{"); len(got) != 1 || !strings.HasSuffix(got[0], "} 1") {
+		t.Errorf("backlog %q; want one key_id with 1 receipt", got)
+	}
+	lapse := regexp.MustCompile(`holds the ledger file and ships nothing.*` + regexp.QuoteMeta(db) + `.*pid ` + fmt.Sprint(os.Getpid()))
+	if n := len(lapse.FindAllString(s.Stderr(), -1)); n != 1 {
+		t.Errorf("stderr names the lapse %d times; want once, naming %s and pid %d:\n%s", n, db, os.Getpid(), s.Stderr())
 	}
 }
