@@ -473,6 +473,34 @@ func TestCopyRefusesOtherTables(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT to_regclass('ledger_schema') IS NOT NULL").Scan(&created); err != nil || created {
 		t.Errorf("the refused database got the ledger's tables (%v, %v)", created, err)
 	}
+	opts := src.opts
+	opts.DBPassword = db.Password
+	if l, err := Open(db.URL, opts); err == nil || !strings.Contains(err.Error(), "customers") {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("Open of a database holding table customers = %v; want an error naming it", err)
+	}
+
+	// A database that has the ledger's (empty) tables and another one.
+	db2 := pg.NewDB(t)
+	s, err := store.OpenPostgres(t.Context(), db2.ConnString(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn2, err := pgx.Connect(t.Context(), db2.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(context.Background())
+	if _, err := conn2.Exec(t.Context(), "CREATE TABLE customers (id integer)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Copy(t.Context(), src.path, db2.URL, CopyOptions{ToPassword: db2.Password, LogKey: src.verifier})
+	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "customers") {
+		t.Errorf("Copy into the ledger's empty tables beside table customers = %v; want ErrNotEmpty naming it", err)
+	}
 }
 
 // TestVerifyStoredCheckpoint: Fsck and Copy verify the stored checkpoint
