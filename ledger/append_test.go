@@ -259,7 +259,7 @@ func TestConcurrentAppends(t *testing.T) {
 		}
 	}
 	tl.Close()
-	rep, err := Fsck(context.Background(), tl.path)
+	rep, err := Fsck(context.Background(), tl.path, testVerifier(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,24 @@ func checkpointBody(n []byte) (log.Checkpoint, error) {
 	return cp, nil
 }
 
+// verifyStored checks that the stored checkpoint note n is signed by
+// logKey, whose name is the log's origin, and returns its body. Other
+// signature lines (cosignatures) are neither needed nor checked.
+func verifyStored(n []byte, logKey note.Verifier) (log.Checkpoint, error) {
+	cp, err := checkpointBody(n)
+	if err != nil {
+		return cp, err
+	}
+	if _, err := note.Open(n, note.VerifierList(logKey)); err != nil {
+		return cp, fmt.Errorf("the stored checkpoint's signature does not verify with the log key %s: %w",
+			keyName(logKey.Name(), logKey.KeyHash()), err)
+	}
+	if cp.Origin != logKey.Name() {
+		return cp, fmt.Errorf("the stored checkpoint has origin %q, not the log key's name %q", cp.Origin, logKey.Name())
+	}
+	return cp, nil
+}
+
 // signedBy reports whether the signed note n carries a signature line of
 // a key with name and key hash (the first four bytes of the signature
 // line's base64), as golang.org/x/mod/sumdb/note writes them.

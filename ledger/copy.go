@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
@@ -42,6 +43,10 @@ type CopyOptions struct {
 	// BatchRows is the most rows one destination transaction writes;
 	// 0 means DefaultCopyBatch, a negative value one row.
 	BatchRows int
+	// LogKey is the log's verifier key (its name is the origin); it is
+	// required: the source's checkpoint, and the copy's, must verify
+	// with it.
+	LogKey note.Verifier
 }
 
 // CopyReport describes a finished and checked Copy.
@@ -98,11 +103,15 @@ func (r *CopyReport) String() string {
 // empty (ErrNotEmpty otherwise; a PostgreSQL database gets the ledger's
 // tables, a bbolt path a new file).
 //
-// It needs no log key: it copies the stored bytes of every keyspace (see
+// It copies the stored bytes of every keyspace (see
 // # Storage) as they are: the entries, the tree nodes, the leaf index,
 // the agents' heads, the witnesses' cosignatures of every size and their
 // latest sizes, and meta "origin", "size" and "checkpoint". So the signed
 // checkpoint and the cosignatures stay valid: the copy is the same log.
+// Before it writes anything it checks that the source's checkpoint is
+// signed by CopyOptions.LogKey (an error wrapping ErrCorrupt otherwise),
+// and that a PostgreSQL destination holds no table but the ledger's
+// (ErrNotEmpty, naming them).
 // Meta "version" is the current version, and the copy's leaf index is
 // complete: the leaves the source had not indexed yet (from its
 // "leaves_from" on) are written too, from its level 0 nodes, and
@@ -142,17 +151,27 @@ func copyLog(ctx context.Context, from, to string, opts CopyOptions, afterBatch 
 	if from == to {
 		return nil, fmt.Errorf("%w: copying %s into itself", ErrNotEmpty, from)
 	}
+	if opts.LogKey == nil {
+		return nil, errors.New("ledger: Copy needs CopyOptions.LogKey, the log's verifier key; load it with LoadVerifier")
+	}
 	src, srcName, err := openStore(from, Options{DBPassword: opts.FromPassword}, true)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
 	dst, dstName, err := openStore(to, Options{DBPassword: opts.ToPassword}, false)
-	if err != nil {
+	if errors.Is(err, store.ErrOtherTables) {
+		return nil, fmt.Errorf("%w: %w", ErrNotEmpty, err)
+	} else if err != nil {
 		return nil, err
 	}
 	defer dst.Close()
-	c := &copier{ctx: ctx, dst: dst, max: cmp.Or(opts.BatchRows, DefaultCopyBatch), afterBatch: afterBatch,
+	if pg, ok := dst.(*store.Postgres); ok {
+		if err := pg.OtherTables(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotEmpty, err)
+		}
+	}
+	c := &copier{ctx: ctx, dst: dst, logKey: opts.LogKey, max: cmp.Or(opts.BatchRows, DefaultCopyBatch), afterBatch: afterBatch,
 		rep: &CopyReport{From: srcName, To: dstName}}
 	c.mark = fmt.Appendf(nil, "copy of %s begun at %s", srcName, start.UTC().Format(time.RFC3339))
 	if err := src.View(c.run); err != nil {
@@ -166,6 +185,7 @@ func copyLog(ctx context.Context, from, to string, opts CopyOptions, afterBatch 
 type copier struct {
 	ctx        context.Context
 	dst        store.Store
+	logKey     note.Verifier
 	rep        *CopyReport
 	mark       []byte // the value of meta "copy_incomplete"
 	max        int
@@ -222,6 +242,9 @@ func (c *copier) source(stx store.Tx) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, c.rep.From, err)
+	}
+	if _, err := verifyStored(c.st.note, c.logKey); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, c.rep.From, err)
 	}
 	c.rep.Origin, c.rep.Size = string(origin), c.st.size
 	return nil
@@ -473,7 +496,7 @@ func (c *copier) check(stx, dtx store.Tx) error {
 		return err
 	}
 	c.rep.Fsck = &FsckReport{Path: c.rep.To}
-	if err := fsck(c.ctx, dtx, c.rep.Fsck); err != nil {
+	if err := fsck(c.ctx, dtx, c.rep.Fsck, c.logKey); err != nil {
 		return fmt.Errorf("%s: %w", c.rep.To, err)
 	}
 	return nil

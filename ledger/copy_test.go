@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -152,7 +153,7 @@ func TestCopyToPostgres(t *testing.T) {
 
 	db := pg.NewDB(t)
 	batches := 0
-	rep, err := copyLog(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 16}, func() { batches++ })
+	rep, err := copyLog(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 16, LogKey: testVerifier(t)}, func() { batches++ })
 	if err != nil {
 		t.Fatalf("Copy: %v", err)
 	}
@@ -204,7 +205,7 @@ func TestCopyToPostgres(t *testing.T) {
 	}
 	checkConsistency(t, dst, src.ref, size, newSize)
 	dst.Close()
-	if _, err := FsckDB(t.Context(), db.URL, db.Password); err != nil {
+	if _, err := FsckDB(t.Context(), db.URL, db.Password, testVerifier(t)); err != nil {
 		t.Errorf("Fsck of the copy after more appends: %v", err)
 	}
 }
@@ -246,7 +247,7 @@ func TestCopyInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	batches := 0
-	_, err := copyLog(ctx, src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 5}, func() {
+	_, err := copyLog(ctx, src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 5, LogKey: testVerifier(t)}, func() {
 		if batches++; batches == 2 {
 			cancel()
 		}
@@ -270,10 +271,10 @@ func checkIncomplete(t *testing.T, db pgtest.DB, src *copySource) {
 	if !errors.Is(err, ErrIncompleteCopy) || !strings.Contains(err.Error(), "copy of "+src.path) {
 		t.Errorf("Open of an unfinished copy = %v; want ErrIncompleteCopy naming the source", err)
 	}
-	if _, err := FsckDB(t.Context(), db.URL, db.Password); !errors.Is(err, ErrIncompleteCopy) || !errors.Is(err, ErrCorrupt) {
+	if _, err := FsckDB(t.Context(), db.URL, db.Password, testVerifier(t)); !errors.Is(err, ErrIncompleteCopy) || !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Fsck of an unfinished copy = %v; want ErrCorrupt and ErrIncompleteCopy", err)
 	}
-	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password})
+	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, LogKey: testVerifier(t)})
 	if !errors.Is(err, ErrNotEmpty) || !errors.Is(err, ErrIncompleteCopy) {
 		t.Errorf("Copy into an unfinished copy = %v; want ErrNotEmpty and ErrIncompleteCopy", err)
 	}
@@ -290,7 +291,7 @@ func TestCopyRefusesNonEmpty(t *testing.T) {
 	other.mustAppend(t, newAgent(9).Chain(t, 2)...)
 	cp := other.Checkpoint()
 	other.Close()
-	_, err := Copy(t.Context(), src.path, other.path, CopyOptions{ToPassword: other.opts.DBPassword})
+	_, err := Copy(t.Context(), src.path, other.path, CopyOptions{ToPassword: other.opts.DBPassword, LogKey: testVerifier(t)})
 	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), `holds a log (origin "ledger.example/test", size 2)`) {
 		t.Errorf("Copy into a database holding a log = %v; want ErrNotEmpty naming its origin and size", err)
 	}
@@ -309,11 +310,11 @@ func TestCopyRefusesNonEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Copy(t.Context(), src.path, stray, CopyOptions{})
+	_, err = Copy(t.Context(), src.path, stray, CopyOptions{LogKey: testVerifier(t)})
 	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "holds agent heads (0123456789abcdef) but no log") {
 		t.Errorf("Copy into a file with a stray head = %v; want ErrNotEmpty naming it", err)
 	}
-	if _, err := Copy(t.Context(), src.path, src.path, CopyOptions{}); !errors.Is(err, ErrNotEmpty) {
+	if _, err := Copy(t.Context(), src.path, src.path, CopyOptions{LogKey: testVerifier(t)}); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("Copy of a file into itself = %v; want ErrNotEmpty", err)
 	}
 }
@@ -326,7 +327,7 @@ func TestCopyEmptyToBolt(t *testing.T) {
 	cp := src.Checkpoint()
 	src.Close()
 	dst := &testLog{path: filepath.Join(t.TempDir(), "copy.db"), agents: src.agents, verifier: src.verifier, opts: src.opts}
-	rep, err := Copy(t.Context(), src.path, dst.path, CopyOptions{})
+	rep, err := Copy(t.Context(), src.path, dst.path, CopyOptions{LogKey: testVerifier(t)})
 	if err != nil || rep.Size != 0 || len(rep.Checked) != 1 || !bytes.Equal(rep.Checked[0].Root, hasher.EmptyRoot()) {
 		t.Fatalf("Copy of an empty log = %v, %v; want size 0, the empty tree's root checked", rep, err)
 	}
@@ -341,7 +342,7 @@ func TestCopyEmptyToBolt(t *testing.T) {
 func TestCopyLockedSource(t *testing.T) {
 	t.Parallel()
 	src := newCopySource(t, 1)
-	_, err := Copy(t.Context(), src.path, filepath.Join(t.TempDir(), "copy.db"), CopyOptions{})
+	_, err := Copy(t.Context(), src.path, filepath.Join(t.TempDir(), "copy.db"), CopyOptions{LogKey: testVerifier(t)})
 	if !errors.Is(err, ErrLocked) {
 		t.Errorf("Copy of a file a Log holds open = %v; want ErrLocked", err)
 	}
@@ -364,7 +365,7 @@ func TestCopyFindsCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := pg.NewDB(t)
-	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password})
+	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, LogKey: testVerifier(t)})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "node (level 0, index 1)") {
 		t.Fatalf("Copy of a source with a wrong node = %v; want ErrCorrupt naming node (0, 1)", err)
 	}
@@ -391,7 +392,7 @@ func BenchmarkCopyToPostgres(b *testing.B) {
 		b.StopTimer()
 		db := pg.NewDB(b)
 		b.StartTimer()
-		rep, err := Copy(b.Context(), tl.path, db.URL, CopyOptions{ToPassword: db.Password})
+		rep, err := Copy(b.Context(), tl.path, db.URL, CopyOptions{ToPassword: db.Password, LogKey: testVerifier(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -425,7 +426,7 @@ func TestCopyFindsMismatch(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	_, err = copyLog(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 50}, tamper)
+	_, err = copyLog(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, BatchRows: 50, LogKey: testVerifier(t)}, tamper)
 	want := fmt.Sprintf("the copy's root at size %d is ", sizes[0])
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "; the source's is ") {
 		t.Fatalf("Copy with a node changed in the copy = %v; want ErrCorrupt saying %q and the source's root", err, want)
@@ -443,8 +444,124 @@ func TestCopyFindsMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Copy(t.Context(), src.path, filepath.Join(t.TempDir(), "copy.db"), CopyOptions{})
+	_, err = Copy(t.Context(), src.path, filepath.Join(t.TempDir(), "copy.db"), CopyOptions{LogKey: testVerifier(t)})
 	if want := fmt.Sprintf("holds a cosignature of size %d, beyond the log's size %d", size+1, size); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Copy of a source with a cosignature beyond its size = %v; want ErrCorrupt saying %q", err, want)
 	}
+}
+
+// TestCopyRefusesOtherTables: a database that holds another application's
+// table is refused, naming the table, and gets none of the ledger's.
+func TestCopyRefusesOtherTables(t *testing.T) {
+	t.Parallel()
+	src := newCopySource(t, 1)
+	src.Close()
+	db := pg.NewDB(t)
+	conn, err := pgx.Connect(t.Context(), db.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "CREATE TABLE customers (id integer)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, LogKey: src.verifier})
+	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "customers") {
+		t.Errorf("Copy into a database holding table customers = %v; want ErrNotEmpty naming it", err)
+	}
+	var created bool
+	if err := conn.QueryRow(t.Context(), "SELECT to_regclass('ledger_schema') IS NOT NULL").Scan(&created); err != nil || created {
+		t.Errorf("the refused database got the ledger's tables (%v, %v)", created, err)
+	}
+	opts := src.opts
+	opts.DBPassword = db.Password
+	if l, err := Open(db.URL, opts); err == nil || !strings.Contains(err.Error(), "customers") {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("Open of a database holding table customers = %v; want an error naming it", err)
+	}
+
+	// A database that has the ledger's (empty) tables and another one.
+	db2 := pg.NewDB(t)
+	s, err := store.OpenPostgres(t.Context(), db2.ConnString(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn2, err := pgx.Connect(t.Context(), db2.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(context.Background())
+	if _, err := conn2.Exec(t.Context(), "CREATE TABLE customers (id integer)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Copy(t.Context(), src.path, db2.URL, CopyOptions{ToPassword: db2.Password, LogKey: src.verifier})
+	if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "customers") {
+		t.Errorf("Copy into the ledger's empty tables beside table customers = %v; want ErrNotEmpty naming it", err)
+	}
+}
+
+// TestVerifyStoredCheckpoint: Fsck and Copy verify the stored checkpoint
+// with the log key: a signature that does not verify, or a log key that
+// did not sign it, is an inconsistency, and Copy writes nothing.
+func TestVerifyStoredCheckpoint(t *testing.T) {
+	t.Parallel()
+	src := newCopySource(t, 1)
+	src.Close()
+	other := newTestWitness(t, testOrigin).verifier // the log's name, another key
+	if _, err := Fsck(t.Context(), src.path, other); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Fsck with another log key = %v; want ErrCorrupt", err)
+	}
+	s, err := store.OpenBolt(src.path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx store.Tx) error {
+		n, err := tx.Meta(store.MetaCheckpoint)
+		if err != nil {
+			return err
+		}
+		return tx.SetMeta(store.MetaCheckpoint, flipSignature(t, n))
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fsck(t.Context(), src.path, src.verifier); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "signature") {
+		t.Errorf("Fsck of a checkpoint with a bad signature = %v; want ErrCorrupt naming the signature", err)
+	}
+	db := pg.NewDB(t)
+	_, err = Copy(t.Context(), src.path, db.URL, CopyOptions{ToPassword: db.Password, LogKey: src.verifier})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "signature") {
+		t.Errorf("Copy of a checkpoint with a bad signature = %v; want ErrCorrupt naming the signature", err)
+	}
+	conn, err := pgx.Connect(t.Context(), db.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows int
+	if err := conn.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM ledger_meta) + (SELECT count(*) FROM ledger_entries)").Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("the refused copy wrote %d rows (%v); want none", rows, err)
+	}
+}
+
+// flipSignature returns the signed note n with the last byte of its last
+// signature changed, its key name and hash kept.
+func flipSignature(t *testing.T, n []byte) []byte {
+	t.Helper()
+	i := bytes.LastIndex(n, []byte("\n\u2014 "))
+	if i < 0 {
+		t.Fatalf("no signature line in %q", n)
+	}
+	line := n[i+len("\n\u2014 ") : len(n)-1]
+	name, b64, _ := bytes.Cut(line, []byte(" "))
+	sig, err := base64.StdEncoding.DecodeString(string(b64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[len(sig)-1] ^= 1
+	return fmt.Appendf(bytes.Clone(n[:i]), "\n\u2014 %s %s\n", name, base64.StdEncoding.EncodeToString(sig))
 }

@@ -106,7 +106,7 @@ func TestOpenUpgradesVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fsck(t.Context(), tl.path); err != nil {
+	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
 		t.Fatalf("Fsck of a version 1 file: %v", err)
 	}
 	tl.reopen(t)

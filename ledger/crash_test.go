@@ -82,7 +82,7 @@ func TestCrashMidIndexFlush(t *testing.T) {
 	}
 	byLeaf(t)
 	tl.Close()
-	if _, err := Fsck(context.Background(), path); err != nil {
+	if _, err := Fsck(context.Background(), path, testVerifier(t)); err != nil {
 		t.Fatalf("fsck after appending to the crashed log: %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func crash(t *testing.T, name string) (string, map[uint64]string, *FsckReport) {
 	if len(acked) < 300 {
 		t.Fatalf("child acknowledged only %d receipts before it stopped", len(acked))
 	}
-	rep, err := Fsck(context.Background(), path)
+	rep, err := Fsck(context.Background(), path, testVerifier(t))
 	if err != nil {
 		t.Fatalf("fsck after the crash: %v", err)
 	}

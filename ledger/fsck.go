@@ -10,6 +10,7 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -43,19 +44,24 @@ func (r *FsckReport) String() string {
 // every complete tree node (each must be stored, with no extra ones),
 // every agent's chain (seq 1, 2, ... and
 // prev links, each receipt parsed strictly) and head, and the root and
-// size of the stored checkpoint. Signatures are not checked: Fsck has no
-// keys; verify the checkpoint with the log's .vkey and the receipts with
-// bankdoor verify. The error names the first inconsistency and wraps
-// ErrCorrupt; for a store a Copy did not finish, also ErrIncompleteCopy.
-func Fsck(ctx context.Context, path string) (*FsckReport, error) {
-	return FsckDB(ctx, path, "")
+// size of the stored checkpoint, whose signature must verify with
+// logKey (the log's verifier key, whose name is its origin; it is
+// required). The receipts' signatures are not checked: Fsck has no agent
+// keys; verify them with bankdoor verify. The error names the first
+// inconsistency and wraps ErrCorrupt; for a store a Copy did not finish,
+// also ErrIncompleteCopy.
+func Fsck(ctx context.Context, path string, logKey note.Verifier) (*FsckReport, error) {
+	return FsckDB(ctx, path, "", logKey)
 }
 
 // FsckDB is Fsck of db, a bbolt file's path or a PostgreSQL database's
 // URL (see Open), with password for the database (empty: PostgreSQL's
 // usual sources). A PostgreSQL database is read in one snapshot, so it
 // can be checked while ledger servers write to it.
-func FsckDB(ctx context.Context, db, password string) (*FsckReport, error) {
+func FsckDB(ctx context.Context, db, password string, logKey note.Verifier) (*FsckReport, error) {
+	if logKey == nil {
+		return nil, errors.New("ledger: Fsck needs the log's verifier key; load it with LoadVerifier")
+	}
 	s, path, err := openStore(db, Options{DBPassword: password}, true)
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func FsckDB(ctx context.Context, db, password string) (*FsckReport, error) {
 		} else if err != nil {
 			return err
 		}
-		return fsck(ctx, tx, rep)
+		return fsck(ctx, tx, rep, logKey)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", path, err)
@@ -76,8 +82,8 @@ func FsckDB(ctx context.Context, db, password string) (*FsckReport, error) {
 	return rep, nil
 }
 
-func fsck(ctx context.Context, tx store.Tx, rep *FsckReport) error {
-	size, cp, err := fsckMeta(tx, rep)
+func fsck(ctx context.Context, tx store.Tx, rep *FsckReport, logKey note.Verifier) error {
+	size, cp, err := fsckMeta(tx, rep, logKey)
 	if err != nil {
 		return err
 	}
@@ -117,8 +123,8 @@ func fsck(ctx context.Context, tx store.Tx, rep *FsckReport) error {
 }
 
 // fsckMeta checks the meta keyspace and returns the stored size and the
-// parsed checkpoint body.
-func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
+// verified checkpoint's body.
+func fsckMeta(tx store.Tx, rep *FsckReport, logKey note.Verifier) (uint64, log.Checkpoint, error) {
 	version, err := tx.Meta(store.MetaVersion)
 	if err != nil {
 		return 0, log.Checkpoint{}, err
@@ -135,7 +141,7 @@ func fsckMeta(tx store.Tx, rep *FsckReport) (uint64, log.Checkpoint, error) {
 		return 0, log.Checkpoint{}, corrupt("meta %q: %v", store.MetaSize, err)
 	}
 	rep.Checkpoint, _ = tx.Meta(store.MetaCheckpoint)
-	cp, err := checkpointBody(rep.Checkpoint)
+	cp, err := verifyStored(rep.Checkpoint, logKey)
 	if err != nil {
 		return 0, log.Checkpoint{}, corrupt("%v", err)
 	}

@@ -37,7 +37,7 @@ func (c corruption) check(t *testing.T, good []byte) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err = Fsck(context.Background(), path)
+	_, err = Fsck(context.Background(), path, testVerifier(t))
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 		t.Errorf("Fsck = %v; want ErrCorrupt naming %s and saying %q", err, path, c.want)
 	}
@@ -69,7 +69,7 @@ func TestFsckFindsCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl.Close()
-	if _, err := Fsck(context.Background(), tl.path); err != nil {
+	if _, err := Fsck(context.Background(), tl.path, testVerifier(t)); err != nil {
 		t.Fatalf("Fsck of the file before any corruption: %v", err)
 	}
 	good, err := os.ReadFile(tl.path)
@@ -146,10 +146,10 @@ func TestFsckHeldOrMissing(t *testing.T) {
 	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
-	if _, err := Fsck(context.Background(), tl.path); !errors.Is(err, ErrLocked) {
+	if _, err := Fsck(context.Background(), tl.path, testVerifier(t)); !errors.Is(err, ErrLocked) {
 		t.Errorf("Fsck of an open ledger = %v; want a lock error", err)
 	}
-	if _, err := Fsck(context.Background(), filepath.Join(t.TempDir(), "none.db")); err == nil {
+	if _, err := Fsck(context.Background(), filepath.Join(t.TempDir(), "none.db"), testVerifier(t)); err == nil {
 		t.Error("Fsck of a missing file succeeded")
 	}
 }

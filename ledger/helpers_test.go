@@ -155,3 +155,10 @@ func (tl *testLog) mustAppend(t testing.TB, receipts ...[]byte) []uint64 {
 func skeyString(name string, hash uint32, seed []byte) string {
 	return fmt.Sprintf("PRIVATE+KEY+%s+%08x+%s", name, hash, base64.StdEncoding.EncodeToString(append([]byte{1}, seed...)))
 }
+
+// testVerifier is the verifier of testKeys's log key.
+func testVerifier(t testing.TB) note.Verifier {
+	t.Helper()
+	_, v := testKeys(t)
+	return v
+}

@@ -97,7 +97,7 @@ func TestLeafIndexLags(t *testing.T) {
 		t.Errorf("%d indexed and %d pending for %d leaves", indexed, pending, len(leaves))
 	}
 	tl.Close()
-	if _, err := Fsck(context.Background(), tl.path); err != nil {
+	if _, err := Fsck(context.Background(), tl.path, testVerifier(t)); err != nil {
 		t.Fatalf("Fsck with a lagging index: %v", err)
 	}
 	tl.reopen(t)
@@ -193,7 +193,7 @@ func TestOpenUpgradesVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fsck(t.Context(), tl.path); err != nil {
+	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
 		t.Fatalf("Fsck of a version 2 file: %v", err)
 	}
 	tl.reopen(t)
@@ -211,7 +211,7 @@ func TestOpenUpgradesVersion2(t *testing.T) {
 	}
 	tl.mustAppend(t, a.Next(t))
 	tl.Close()
-	if _, err := Fsck(t.Context(), tl.path); err != nil {
+	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
 		t.Fatalf("Fsck after the upgrade: %v", err)
 	}
 }

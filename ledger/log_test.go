@@ -66,7 +66,7 @@ func TestFsckClean(t *testing.T) {
 		tl.mustAppend(t, a.Chain(t, 7)...)
 	}
 	tl.Close()
-	rep, err := Fsck(t.Context(), tl.path)
+	rep, err := Fsck(t.Context(), tl.path, testVerifier(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,7 +179,7 @@ func TestReplicasOneLog(t *testing.T) {
 	if len(cps.bySize) < 2 {
 		t.Errorf("saw %d checkpoints; want the replicas' several", len(cps.bySize))
 	}
-	rep, err := FsckDB(t.Context(), ls[0].path, ls[0].opts.DBPassword)
+	rep, err := FsckDB(t.Context(), ls[0].path, ls[0].opts.DBPassword, testVerifier(t))
 	if err != nil || rep.Size != total || rep.Agents != len(agents) {
 		t.Fatalf("FsckDB: %v, %v; want a consistent log of %d receipts of %d agents", rep, err, total, len(agents))
 	}
@@ -265,7 +265,7 @@ func TestReplicasRaceOneChain(t *testing.T) {
 		prev = hex.EncodeToString(sum[:])
 	}
 	converge(t, ls, rounds, a)
-	rep, err := FsckDB(t.Context(), ls[0].path, ls[0].opts.DBPassword)
+	rep, err := FsckDB(t.Context(), ls[0].path, ls[0].opts.DBPassword, testVerifier(t))
 	if err != nil || rep.Size != rounds {
 		t.Fatalf("FsckDB: %v, %v", rep, err)
 	}
@@ -350,7 +350,7 @@ func TestPostgresDown(t *testing.T) {
 		}
 		return true
 	})
-	rep, err := FsckDB(t.Context(), l.path, l.opts.DBPassword)
+	rep, err := FsckDB(t.Context(), l.path, l.opts.DBPassword, testVerifier(t))
 	if err != nil || rep.Size != total {
 		t.Fatalf("FsckDB: %v, %v", rep, err)
 	}
@@ -412,7 +412,7 @@ func TestLostCommitReply(t *testing.T) {
 	if l.Size() != 3 {
 		t.Fatalf("size %d, want 3", l.Size())
 	}
-	rep, err := FsckDB(t.Context(), tl.path, tl.opts.DBPassword)
+	rep, err := FsckDB(t.Context(), tl.path, tl.opts.DBPassword, testVerifier(t))
 	if err != nil || rep.Size != 3 {
 		t.Fatalf("FsckDB: %v, %v", rep, err)
 	}

@@ -14,8 +14,8 @@ Commands:
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH|URL [--db-password-file FILE|--db-password-env VAR] --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR
                           [--tls-cert FILE --tls-key FILE] [--client-ca FILE] [--token-file FILE] [--auth-reads]
-    bankdoor ledger fsck --db PATH|URL [--db-password-file FILE|--db-password-env VAR]
-    bankdoor ledger copy --from bolt:PATH --to postgres://USER@HOST[:PORT]/DBNAME [--db-password-file FILE|--db-password-env VAR]
+    bankdoor ledger fsck --db PATH|URL --log-key VKEY [--db-password-file FILE|--db-password-env VAR]
+    bankdoor ledger copy --from bolt:PATH --to postgres://USER@HOST[:PORT]/DBNAME --log-key VKEY [--db-password-file FILE|--db-password-env VAR]
 
 Run "bankdoor ledger COMMAND -h" for the flags of one command.
 `

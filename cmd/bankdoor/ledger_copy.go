@@ -11,7 +11,7 @@ import (
 	"github.com/bankdoor/bankdoor/ledger"
 )
 
-const ledgerCopySynopsis = "ledger copy --from bolt:PATH --to postgres://USER@HOST[:PORT]/DBNAME [--db-password-file FILE|--db-password-env VAR]"
+const ledgerCopySynopsis = "ledger copy --from bolt:PATH --to postgres://USER@HOST[:PORT]/DBNAME --log-key VKEY [--db-password-file FILE|--db-password-env VAR]"
 
 // boltScheme prefixes --from: the source is named by its kind, as --to
 // is by its URL scheme.
@@ -24,6 +24,7 @@ func cmdLedgerCopy(e *env, args []string) int {
 	from := fs.String("from", "", "the ledger to copy: bolt:PATH, a bbolt file no running bankdoor ledger serve or proxy has open (required)")
 	var to dbFlags
 	to.registerAs(fs.FlagSet, "to", "the empty PostgreSQL database to copy it into: postgres://USER@HOST[:PORT]/DBNAME, without a password (required)")
+	logKey := fs.String("log-key", "", logKeyUsage)
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -31,8 +32,12 @@ func cmdLedgerCopy(e *env, args []string) int {
 	if len(pos) > 0 {
 		return fs.usageErr("ledger copy takes no arguments (got %q); the ledgers are --from bolt:PATH and --to URL", pos[0])
 	}
-	if !required(fs, "from", "to") {
+	if !required(fs, "from", "to", "log-key") {
 		return exitUsage
+	}
+	vkey, err := ledger.LoadVerifier(*logKey)
+	if err != nil {
+		return fail(e, exitUsage, "--log-key: %w", err)
 	}
 	path, err := copySource(*from)
 	if err == nil {
@@ -50,7 +55,7 @@ func cmdLedgerCopy(e *env, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := ledger.Copy(ctx, path, to.db, ledger.CopyOptions{ToPassword: password})
+	rep, err := ledger.Copy(ctx, path, to.db, ledger.CopyOptions{ToPassword: password, LogKey: vkey})
 	if err != nil {
 		return exitErr(e, exitFailure, copyError(ctx, err))
 	}
@@ -83,6 +88,9 @@ func copyDestination(to string) error {
 		"to copy a bbolt ledger to another file, stop its server and copy the file (cp); ledger copy writes PostgreSQL")
 }
 
+// logKeyUsage is the --log-key of ledger copy and fsck.
+const logKeyUsage = "the log's verifier key, <origin>+<hash>+<key>: the line of its .vkey file (ledger.key.vkey in the key directory for a proxy's embedded ledger); the stored checkpoint must verify with it (required)"
+
 // copyError adds the hint that fixes a failed copy.
 func copyError(ctx context.Context, err error) error {
 	const again = "drop the database and create it anew (DROP DATABASE, CREATE DATABASE), or drop its ledger_* tables, then run bankdoor ledger copy again"
@@ -92,7 +100,9 @@ func copyError(ctx context.Context, err error) error {
 	case errors.Is(err, ledger.ErrNotEmpty) && errors.Is(err, ledger.ErrIncompleteCopy):
 		return hint(fmt.Errorf("--to: %w", err), "the database holds part of an earlier copy: %s", again)
 	case errors.Is(err, ledger.ErrNotEmpty):
-		return hint(fmt.Errorf("--to: %w", err), "copy into a new, empty database (CREATE DATABASE)")
+		return hint(fmt.Errorf("--to: %w", err), "copy into a new, empty database (CREATE DATABASE), which the ledger keeps to itself")
+	case errors.Is(err, ledger.ErrCorrupt) && strings.Contains(err.Error(), "does not verify with the log key"):
+		return hint(err, "nothing was copied; give the verifier key of this ledger's log key with --log-key, or, if it is that key, the ledger's checkpoint is forged or damaged")
 	case errors.Is(err, ledger.ErrIncompleteCopy):
 		return hint(fmt.Errorf("--from: %w", err), "it is itself an unfinished copy: copy from the ledger it was copied from")
 	case errors.Is(err, ledger.ErrCorrupt):

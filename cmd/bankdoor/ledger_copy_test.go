@@ -46,7 +46,7 @@ func TestLedgerCopyToPostgres(t *testing.T) {
 	beforeNote := rawCheckpoint(t, c)
 
 	pgw := newPostgresLedgerWorld(t)
-	copyArgs := append([]string{"ledger", "copy", "--from", "bolt:" + w.db, "--to", pgw.db}, pgw.dbArgs...)
+	copyArgs := append([]string{"ledger", "copy", "--from", "bolt:" + w.db, "--to", pgw.db, "--log-key", w.logKey()}, pgw.dbArgs...)
 	code, out := runBankdoor(t, w.dir, copyArgs...)
 	if code != 1 || !strings.Contains(out, "stop the ledger server or proxy that has it open") {
 		t.Errorf("ledger copy of a file ledger serve holds: exit %d\n%s\nwant 1 and a hint to stop the server", code, out)
@@ -120,7 +120,7 @@ func TestLedgerCopyUnfinished(t *testing.T) {
 	}
 	pgw := newPostgresLedgerWorld(t)
 	pgw.key, pgw.agents = w.key, w.agents
-	copyArgs := append([]string{"ledger", "copy", "--from", "bolt:" + w.db, "--to", pgw.db}, pgw.dbArgs...)
+	copyArgs := append([]string{"ledger", "copy", "--from", "bolt:" + w.db, "--to", pgw.db, "--log-key", w.logKey()}, pgw.dbArgs...)
 	if code, out := runBankdoor(t, w.dir, copyArgs...); code != 0 {
 		t.Fatalf("bankdoor ledger copy: exit %d\n%s", code, out)
 	}
@@ -138,7 +138,7 @@ func TestLedgerCopyUnfinished(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{append([]string{"ledger", "fsck", "--db", pgw.db}, pgw.dbArgs...), ""},
+		{append([]string{"ledger", "fsck", "--db", pgw.db, "--log-key", w.logKey()}, pgw.dbArgs...), ""},
 		{append(append([]string{"ledger", "serve", "--db", pgw.db}, pgw.dbArgs...),
 			"--addr", "127.0.0.1:0", "--log-key", w.key, "--origin", ledgerOrigin, "--agents", w.agents),
 			"bankdoor: hint: drop the database and create it anew, then run bankdoor ledger copy again"},

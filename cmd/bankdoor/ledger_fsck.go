@@ -11,10 +11,11 @@ import (
 )
 
 func cmdLedgerFsck(e *env, args []string) int {
-	fs := newFlags(e, "ledger fsck", "ledger fsck --db PATH|URL [--db-password-file FILE|--db-password-env VAR]")
+	fs := newFlags(e, "ledger fsck", "ledger fsck --db PATH|URL --log-key VKEY [--db-password-file FILE|--db-password-env VAR]")
 	var f dbFlags
 	f.register(fs.FlagSet, "the ledger to check (a bbolt file must not be open in a running bankdoor ledger serve; a PostgreSQL database is read in one snapshot and may be)")
 	db := &f.db
+	logKey := fs.String("log-key", "", logKeyUsage)
 	pos, _, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -22,8 +23,12 @@ func cmdLedgerFsck(e *env, args []string) int {
 	if len(pos) > 0 {
 		return fs.usageErr("ledger fsck takes no arguments (got %q); the ledger file is --db PATH", pos[0])
 	}
-	if !required(fs, "db") {
+	if !required(fs, "db", "log-key") {
 		return exitUsage
+	}
+	vkey, err := ledger.LoadVerifier(*logKey)
+	if err != nil {
+		return fail(e, exitUsage, "--log-key: %w", err)
 	}
 	password, err := f.password()
 	if err != nil {
@@ -36,7 +41,7 @@ func cmdLedgerFsck(e *env, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := ledger.FsckDB(ctx, *db, password)
+	rep, err := ledger.FsckDB(ctx, *db, password, vkey)
 	if errors.Is(err, ledger.ErrLocked) {
 		return exitErr(e, exitFailure, hint(fmt.Errorf("--db: %w", err), "stop the ledger server or proxy that has it open, then check it again"))
 	} else if err != nil {

@@ -59,10 +59,20 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 	return w
 }
 
+// logKey returns the verifier key of the log key, from its .vkey file.
+func (w *ledgerWorld) logKey() string {
+	w.t.Helper()
+	b, err := os.ReadFile(w.key + ".vkey")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // fsck runs bankdoor ledger fsck and fails the test unless it exits 0.
 func (w *ledgerWorld) fsck() string {
 	w.t.Helper()
-	code, out := runBankdoor(w.t, w.dir, append([]string{"ledger", "fsck", "--db", w.db}, w.dbArgs...)...)
+	code, out := runBankdoor(w.t, w.dir, append([]string{"ledger", "fsck", "--db", w.db, "--log-key", w.logKey()}, w.dbArgs...)...)
 	if code != 0 {
 		w.t.Fatalf("bankdoor ledger fsck: exit %d\n%s", code, out)
 	}

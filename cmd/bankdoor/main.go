@@ -18,7 +18,7 @@
 //	bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
 //	bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
 //	bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
-//	bankdoor ledger fsck --db PATH
+//	bankdoor ledger fsck --db PATH --log-key VKEY
 //	bankdoor version
 //
 // Exit status: 0 ok or allow, 1 verification failed or runtime error,
@@ -53,7 +53,7 @@ Usage:
     bankdoor ledger keygen --out FILE --origin ORIGIN [--force]
     bankdoor ledger serve --db PATH --addr HOST:PORT --log-key FILE --origin ORIGIN --agents DIR [--witness URL --witness-key VKEY]... [auth flags]
     bankdoor anchor --ledger URL --log-key VKEY --witness URL --witness-key VKEY [--witness URL --witness-key VKEY]...
-    bankdoor ledger fsck --db PATH
+    bankdoor ledger fsck --db PATH --log-key VKEY
     bankdoor version
 
 Run "bankdoor COMMAND -h" for the flags of one command.

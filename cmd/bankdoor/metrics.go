@@ -99,13 +99,14 @@ func (f *metricsFlags) newProxyMetrics(p *policy.Policy, server string, embedded
 }
 
 // watch registers what is read from the station when the metrics are
-// scraped: the spool's backlog and, with the embedded ledger, its log
-// and the witnesses' cosignatures.
+// scraped: the spool's backlog, a lapse of the ledger's holder and, with
+// the embedded ledger, its log and the witnesses' cosignatures.
 func (m *proxyMetrics) watch(st *station.Station, witnesses []string) {
 	if m == nil {
 		return
 	}
 	m.flags.reg.Backlog(st.Backlog)
+	m.flags.reg.HolderLapse(st.Lapsed)
 	if m.ledger != nil {
 		m.ledger.Watch(st.Ledger, witnesses)
 	}

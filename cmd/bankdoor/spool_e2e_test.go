@@ -99,7 +99,12 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 	if diff := cmp.Diff(receiptFiles(t, w.receipts, 3), w.embeddedEntries()); diff != "" {
 		t.Errorf("the embedded ledger does not hold exactly receipts 1..3 in order (-want +got):\n%s", diff)
 	}
-	if _, err := ledger.Fsck(context.Background(), db); err != nil {
+	vkey := readLine(t, filepath.Join(w.home, "ledger.key.vkey"))
+	v, err := ledger.LoadVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Fsck(context.Background(), db, v); err != nil {
 		t.Errorf("ledger.Fsck: %v", err)
 	}
 	if code, out := w.verify(w.receipts); code != 0 {
@@ -107,7 +112,6 @@ func TestE2EEmbeddedLedger(t *testing.T) {
 	}
 
 	// The embedded ledger file, served, verifies online.
-	vkey := readLine(t, filepath.Join(w.home, "ledger.key.vkey"))
 	url := w.serveLedger(db, filepath.Join(w.home, "ledger.key"), signer.Name(), "")
 	if code, out := w.verify(w.receipts, "--ledger", url, "--log-key", vkey); code != 0 || !strings.Contains(out, "3 receipts in the log "+signer.Name()) {
 		t.Errorf("bankdoor verify --ledger: exit %d\n%s", code, out)

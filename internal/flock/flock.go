@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // ErrLocked is returned by TryLock when another open file holds the lock.
@@ -25,12 +26,16 @@ type File struct {
 }
 
 // Open opens the lock file path, creating it (mode 0600) if needed. It
-// takes no lock.
+// takes no lock. A symbolic link at path is refused in the open itself,
+// so a link cannot make it create or lock a file elsewhere.
 func Open(path string) (*File, error) {
 	if err := supported(path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if fi, lerr := os.Lstat(path); err != nil && lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("lock file %s is a symbolic link, which is not followed; remove it", path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +68,60 @@ func (l *File) Unlock() error { return l.flock(lockUn) }
 
 // Close closes the file, releasing its lock.
 func (l *File) Close() error { return l.f.Close() }
+
+// LockWait opens path and takes its lock, waiting at most wait for
+// another holder to release it; close the File to release it. When wait
+// is over it fails with an error wrapping ErrLocked that names path and,
+// where the system lists locks (Linux's /proc/locks), the processes
+// holding it. The wait it gave up goes on in the background on its own
+// open file, which is closed the moment it gets the lock.
+func LockWait(path string, wait time.Duration) (*File, error) {
+	l, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.TryLock(); !errors.Is(err, ErrLocked) {
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		return l, nil
+	}
+	got := make(chan error, 1)
+	go func() { got <- l.Lock() }()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		return l, nil
+	case <-timer.C:
+		go func() {
+			<-got
+			l.Close()
+		}()
+		by := l.holders()
+		if by != "" {
+			by = ", held by " + by
+		}
+		return nil, fmt.Errorf("lock %s: %w%s; gave up after %v", path, ErrLocked, by, wait)
+	}
+}
+
+// Holders names the processes holding a lock on the file at path, as
+// "pid 123 (bankdoor)", where the system lists locks (Linux's
+// /proc/locks); otherwise, or if it lists none, it returns "".
+func Holders(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return (&File{f}).holders()
+}
 
 // TryLock opens path and takes its lock without waiting; close the File
 // to release it.

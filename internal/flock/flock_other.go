@@ -12,6 +12,8 @@ const (
 	lockEx = iota
 	lockNB
 	lockUn
+
+	noFollow = 0
 )
 
 var errWouldBlock = errors.New("would block")

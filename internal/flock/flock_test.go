@@ -2,9 +2,15 @@ package flock_test
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bankdoor/bankdoor/internal/flock"
 )
@@ -71,6 +77,70 @@ func TestLockWaits(t *testing.T) {
 	if h, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
 		h.Close()
 		t.Fatalf("TryLock while the waiter holds the lock = %v; want ErrLocked", err)
+	}
+	g.Close()
+}
+
+// TestOpenSymlink: a symbolic link at the lock's path is refused, and
+// nothing is created where it points.
+func TestOpenSymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	link := filepath.Join(dir, ".lock")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := flock.Open(link); err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("Open of a symbolic link = %v; want an error naming %s as a symbolic link", err, link)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open of a dangling link created its target (%v)", err)
+	}
+}
+
+// TestLockWaitBounded: LockWait on a held lock fails once its wait is
+// over, naming the file and the process holding it; after the holder
+// lets go, LockWait takes the lock (the waiter that gave up does not keep
+// it).
+func TestLockWaitBounded(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	held, err := flock.TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		g, err := flock.LockWait(path, 50*time.Millisecond)
+		if err == nil {
+			g.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("LockWait(50ms) of a held lock has not returned after a minute")
+	}
+	if !errors.Is(err, flock.ErrLocked) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("LockWait of a held lock = %v; want ErrLocked naming %s", err, path)
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("LockWait's error %q does not name the holder, pid %d", err, os.Getpid())
+	}
+	t.Log(err)
+	held.Close()
+	g, err := flock.LockWait(path, time.Minute)
+	if err != nil {
+		t.Fatalf("LockWait after the holder closed = %v", err)
+	}
+	if h, err := flock.TryLock(path); !errors.Is(err, flock.ErrLocked) {
+		h.Close()
+		t.Fatalf("TryLock while LockWait's File holds the lock = %v; want ErrLocked", err)
 	}
 	g.Close()
 }

@@ -12,6 +12,8 @@ const (
 	lockEx = unix.LOCK_EX
 	lockNB = unix.LOCK_NB
 	lockUn = unix.LOCK_UN
+
+	noFollow = unix.O_NOFOLLOW
 )
 
 var errWouldBlock = unix.EWOULDBLOCK

@@ -15,7 +15,8 @@
 //	bankdoor_receipts_written_total{decision}      counter   receipts made durable
 //	bankdoor_receipt_write_errors_total            counter   receipt writes that failed (the relay stops forwarding)
 //	bankdoor_receipt_write_seconds                 histogram time to make a receipt durable (file and directory synced)
-//	bankdoor_spool_backlog_receipts{key_id}        gauge     receipts written and not yet confirmed by the ledger, per agent key, in the process that ships them
+//	bankdoor_spool_backlog_receipts{key_id}        gauge     receipts written and not yet confirmed by the ledger, per agent key, in the process that ships them; while none does (a lapse), in every process, those written since it began
+//	bankdoor_ledger_holder_lapse                   gauge     1 while the embedded ledger's file is held by a process that ships nothing (a lapse: no proxy ships the receipts directory), else 0
 //	bankdoor_sessions_open{agent}                  gauge     --listen: open MCP sessions per authenticated agent
 //	bankdoor_events_dropped_total                  counter   --events: lines lost (queue full, write failed); also of ledger serve
 //

@@ -75,6 +75,7 @@ func TestHandlerServesExposition(t *testing.T) {
 	r.Sessions(func() map[string]int { return map[string]int{"alice": 2, "bob": 1} })
 	r.Backlog(func() map[string]uint64 { return map[string]uint64{"0123456789abcdef": 7} })
 	r.EventsDropped(func() uint64 { return 3 })
+	r.HolderLapse(func() bool { return true })
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -89,6 +90,7 @@ func TestHandlerServesExposition(t *testing.T) {
 		`bankdoor_sessions_open{agent="bob"} 1`,
 		`bankdoor_spool_backlog_receipts{key_id="0123456789abcdef"} 7`,
 		"bankdoor_events_dropped_total 3",
+		"bankdoor_ledger_holder_lapse 1",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(string(b), want) {

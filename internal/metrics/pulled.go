@@ -34,13 +34,30 @@ func (r *Registry) Sessions(open func() map[string]int) {
 
 // Backlog registers bankdoor_spool_backlog_receipts{key_id}, read from
 // backlog (receipts not yet in the ledger by key_id, e.g.
-// station.Station.Backlog; nil while another process ships them).
+// station.Station.Backlog; nil while another process ships them, those
+// written since a lapse began while none does).
 func (r *Registry) Backlog(backlog func() map[string]uint64) {
 	r.reg.MustRegister(labelledGauge{
 		desc: prometheus.NewDesc("bankdoor_spool_backlog_receipts",
-			"Receipts written and not yet confirmed by the ledger, per agent key, in the process that ships them.", []string{"key_id"}, nil),
+			"Receipts written and not yet confirmed by the ledger, per agent key, in the process that ships them (or, while none does, in every process: those written since).", []string{"key_id"}, nil),
 		read: func() map[string]float64 { return floats(backlog()) },
 	})
+}
+
+// HolderLapse registers bankdoor_ledger_holder_lapse, read from lapsed
+// (e.g. station.Station.Lapsed): 1 while a process that ships nothing
+// holds the embedded ledger's file, so no proxy ships the receipts
+// directory, else 0.
+func (r *Registry) HolderLapse(lapsed func() bool) {
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bankdoor_ledger_holder_lapse",
+		Help: "1 while the embedded ledger's file is held by a process that ships nothing, so no proxy ships the receipts directory; else 0.",
+	}, func() float64 {
+		if lapsed() {
+			return 1
+		}
+		return 0
+	}))
 }
 
 // EventsDropped registers bankdoor_events_dropped_total, read from

@@ -18,6 +18,11 @@ import (
 	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
+// LockWait bounds how long a Write (or OpenWriter) waits for the
+// directory's lock while another Writer holds it: a write takes
+// milliseconds, so a longer wait means a process is stuck holding it.
+const LockWait = 5 * time.Second
+
 const (
 	lockName    = ".lock"
 	tmpMark     = ".tmp-"            // in the names of temporary files
@@ -32,19 +37,21 @@ const (
 // (see "Receipts Directory" in the package documentation). Its methods are
 // safe for concurrent use.
 type Writer struct {
-	mu     sync.Mutex // serialises this Writer's goroutines; the flock serialises the rest
-	dir    string
-	key    ed25519.PrivateKey
-	keyID  string
-	lockf  *flock.File // DIR/.lock, locked during each Write
-	seq    uint64      // seq of the directory's head when last seen, 0 if none
-	prev   string      // hex hash of that receipt, FirstPrev if none
-	closed bool
+	mu       sync.Mutex // serialises this Writer's goroutines; the flock serialises the rest
+	dir      string
+	key      ed25519.PrivateKey
+	keyID    string
+	lockPath string        // DIR/.lock, opened and locked for each Write
+	lockWait time.Duration // LockWait but in tests
+	seq      uint64        // seq of the directory's head when last seen, 0 if none
+	prev     string        // hex hash of that receipt, FirstPrev if none
+	closed   bool
 }
 
 // OpenWriter opens the receipts directory dir for key, creating it with
 // mode 0700 if it is missing. It takes the directory's lock briefly (it
-// waits while another Writer is in the middle of a Write) and fails at
+// waits, at most LockWait, while another Writer is in the middle of a
+// Write) and fails at
 // once if dir cannot be created or written, if dir holds a regular file
 // that is not a receipt, or if its last receipt does not parse or is not
 // signed by key. Leftover temporary files of a Write that was interrupted
@@ -57,29 +64,32 @@ func OpenWriter(dir string, key ed25519.PrivateKey) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create receipts directory: %w", err)
 	}
-	lockf, err := flock.Open(filepath.Join(dir, lockName))
+	lockPath := filepath.Join(dir, lockName)
+	lockf, err := flock.Open(lockPath)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil, fmt.Errorf("open receipts directory %s: %w", dir, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("receipts directory %s is not writable: %w", dir, err)
 	}
+	lockf.Close()
 	pub := key.Public().(ed25519.PublicKey)
-	w := &Writer{dir: dir, key: key, keyID: agentkey.KeyID(pub), lockf: lockf, prev: FirstPrev}
+	w := &Writer{dir: dir, key: key, keyID: agentkey.KeyID(pub), lockPath: lockPath, lockWait: LockWait, prev: FirstPrev}
 	if err := w.locked(w.open); err != nil {
-		lockf.Close()
 		return nil, err
 	}
 	return w, nil
 }
 
-// locked runs f while holding the directory's lock. Unlocking an open
-// file cannot fail but for a bad descriptor, and Close releases the lock
-// anyway: its error is not f's, which may have written a receipt.
+// locked runs f while holding the directory's lock, waiting at most
+// w.lockWait for it (the error wraps flock.ErrLocked and names the lock
+// file and, where known, its holder). Closing the lock file releases the
+// lock; its error is not f's, which may have written a receipt.
 func (w *Writer) locked(f func() error) error {
-	if err := w.lockf.Lock(); err != nil {
+	l, err := flock.LockWait(w.lockPath, w.lockWait)
+	if err != nil {
 		return fmt.Errorf("lock receipts directory %s: %w", w.dir, err)
 	}
-	defer w.lockf.Unlock()
+	defer l.Close()
 	return f()
 }
 
@@ -304,5 +314,5 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	return w.lockf.Close()
+	return nil
 }

@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
 func openWriter(t *testing.T, dir string) *Writer {
@@ -327,4 +329,38 @@ func TestWriterSkipsSubdirectories(t *testing.T) {
 	if _, err := OpenWriter(dir, testKey()); err == nil || !strings.Contains(err.Error(), "000009.json") {
 		t.Fatalf("OpenWriter beside a directory named 000009.json: err = %v, want it named", err)
 	}
+}
+
+// TestWriteLockHeld: while another process holds the directory's lock,
+// Write gives up after the Writer's wait, naming the lock file, and
+// writes nothing; once the lock is free the chain goes on from the same
+// seq.
+func TestWriteLockHeld(t *testing.T) {
+	dir := t.TempDir()
+	w := openWriter(t, dir)
+	writeN(t, w, 1)
+	w.lockWait = 50 * time.Millisecond
+	lock := filepath.Join(dir, lockName)
+	held, err := flock.TryLock(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() }) // before w's: a Write that still waits must return
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := w.Write(exampleReceipts(t)[0])
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Write has waited a minute for a held lock")
+	}
+	if !errors.Is(err, flock.ErrLocked) || !strings.Contains(err.Error(), lock) {
+		t.Fatalf("Write under a held lock = %v; want ErrLocked naming %s", err, lock)
+	}
+	checkChain(t, dir, 1)
+	held.Close()
+	writeN(t, w, 1)
+	checkChain(t, dir, 2)
 }

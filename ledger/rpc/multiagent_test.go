@@ -56,7 +56,7 @@ func TestManyAgents(t *testing.T) {
 	if err := l.log.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ledger.Fsck(t.Context(), l.db)
+	rep, err := ledger.Fsck(t.Context(), l.db, l.verifier)
 	if err != nil {
 		t.Fatalf("fsck: %v", err)
 	}

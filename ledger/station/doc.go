@@ -21,11 +21,20 @@
 // chain under R to the ledger (see package ledger/spool: the directory is
 // the spool):
 //
-//   - With the embedded ledger, holding means having the ledger's bbolt
-//     file open: bbolt's exclusive file lock decides the holder. The
-//     holder enrolls the key of every chain it ships, and runs the
-//     anchoring loop to the witnesses.
+//   - With the embedded ledger, holding means holding the lock on
+//     R/.ship.lock and then having the ledger's bbolt file open (bbolt's
+//     exclusive file lock); the ship lock is released only after the file
+//     is closed. The holder enrolls the key of every chain it ships, and
+//     runs the anchoring loop to the witnesses.
 //   - With a remote ledger, holding means holding the lock on R/.ship.lock.
+//
+// So a ledger file that is held while R/.ship.lock is free is held by a
+// process that ships nothing here (a ledger server, a tool, a stuck
+// process, or a proxy of another receipts directory sharing the file): a
+// lapse. A standby that finds one logs it once, with the
+// file and, on Linux, the pid holding it, reports it ([Station.Lapsed]),
+// counts the receipts written meanwhile ([Station.Backlog]) and takes
+// over as soon as the file is free.
 //
 // A standby tries to become the holder every Config.Takeover (default
 // 250 ms). The locks are released by the kernel when their process dies,

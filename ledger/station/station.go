@@ -93,14 +93,23 @@ type Station struct {
 	closed  bool
 	lastErr string // the last takeover failure logged
 	scanErr string // the last Chains failure logged
+	lapse   *lapse // while a process that ships nothing holds the ledger
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the background loop has returned
 }
 
+// lapse is a standby's record of a lapse: the embedded ledger's file is
+// held by a process that does not hold the ship lock, so no station ships
+// this receipts directory. first and last are the seqs of the receipts
+// this station saw written since (by key_id).
+type lapse struct {
+	first, last map[string]uint64
+}
+
 // holding is what the holder holds.
 type holding struct {
-	lock  *flock.File // the ship lock (remote)
+	lock  *flock.File // the ship lock
 	log   *ledger.Log // the embedded ledger
 	loop  *anchor.Loop
 	to    spool.Appender
@@ -118,7 +127,8 @@ type shipping struct {
 // Open checks cfg and, with the embedded ledger, opens its file if it
 // exists and no other process holds it, checking that it is the log of
 // the configured log key (the error wraps ledger.ErrOtherLog if not). It
-// creates nothing.
+// creates nothing but, in an existing receipts directory, the ship lock's
+// file.
 func Open(cfg Config) (*Station, error) {
 	if cfg.Receipts == "" || (cfg.Remote == nil) == (cfg.Embedded == nil) {
 		return nil, errors.New("station: Config.Receipts and one of Config.Remote and Config.Embedded are required")
@@ -137,17 +147,36 @@ func Open(cfg Config) (*Station, error) {
 	}
 	s := &Station{cfg: cfg, log: cfg.Logger, own: map[string]ed25519.PublicKey{}, done: make(chan struct{})}
 	if e := cfg.Embedded; e != nil {
-		if _, err := os.Stat(e.Path); err == nil {
-			l, err := s.openLedger()
-			if err != nil && !errors.Is(err, ledger.ErrLocked) {
+		if _, err := os.Lstat(e.Path); err == nil {
+			if err := s.openExisting(); err != nil {
 				return nil, err
-			}
-			if l != nil {
-				s.held = &holding{log: l, to: spool.Embedded{Log: l}}
 			}
 		}
 	}
 	return s, nil
+}
+
+// openExisting opens the embedded ledger's existing file to check it, and
+// holds it if it can. Without the receipts directory there is no ship lock
+// to take (and nothing is created): the file is checked and closed again,
+// and Start holds it.
+func (s *Station) openExisting() error {
+	if fi, err := os.Stat(s.cfg.Receipts); err != nil || !fi.IsDir() {
+		l, err := s.openLedger()
+		if l != nil {
+			l.Close()
+		}
+		if err != nil && !errors.Is(err, ledger.ErrLocked) {
+			return err
+		}
+		return nil
+	}
+	h, err := s.holdEmbedded()
+	if err != nil && !errors.Is(err, errHeldElsewhere) && !errors.Is(err, errLapse) {
+		return err
+	}
+	s.held = h
+	return nil
 }
 
 // openLedger opens the embedded ledger without waiting for its lock.
@@ -187,6 +216,13 @@ func (s *Station) Chain(dir string, key ed25519.PrivateKey) (w *receipt.Writer, 
 func (s *Station) notify(dir string, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if l := s.lapse; l != nil {
+		k := agentkey.KeyID(s.own[dir])
+		if l.first[k] == 0 {
+			l.first[k] = seq
+		}
+		l.last[k] = max(l.last[k], seq)
+	}
 	if s.held != nil {
 		if sh := s.held.ships[dir]; sh != nil {
 			sh.sh.Written(seq)
@@ -196,10 +232,19 @@ func (s *Station) notify(dir string, seq uint64) {
 
 // Backlog returns, while this station holds the ledger, the receipts of
 // each chain it ships (by key_id) not yet in the ledger (see
-// spool.Shipper.Backlog); nil while it stands by.
+// spool.Shipper.Backlog); during a lapse (see Lapsed), the receipts of its
+// own chains written since it began, as far as this station saw them (a
+// lower bound); nil while another station holds the ledger.
 func (s *Station) Backlog() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if l := s.lapse; l != nil {
+		b := make(map[string]uint64, len(l.first))
+		for k, first := range l.first {
+			b[k] = l.last[k] - first + 1
+		}
+		return b
+	}
 	if s.held == nil {
 		return nil
 	}
@@ -231,17 +276,22 @@ func (s *Station) Start() error {
 	if s.started || s.closed {
 		return errors.New("station: Start called twice or after Close")
 	}
+	var err error
 	if s.held == nil {
-		h, err := s.tryHold()
-		if err != nil && !errors.Is(err, errHeldElsewhere) {
+		var h *holding
+		h, err = s.tryHold()
+		if err != nil && !errors.Is(err, errHeldElsewhere) && !errors.Is(err, errLapse) {
 			return err
 		}
 		s.held = h
 	}
 	s.started = true
-	if s.held != nil {
+	switch {
+	case s.held != nil:
 		s.hold()
-	} else {
+	case errors.Is(err, errLapse):
+		s.lapsed(err)
+	default:
 		s.log.Info("another proxy holds the ledger and ships this receipts directory; this one writes receipts and takes over when it stops",
 			"receipts", s.cfg.Receipts)
 	}
@@ -251,9 +301,13 @@ func (s *Station) Start() error {
 	return nil
 }
 
-// errHeldElsewhere is tryHold's error when another process holds the
-// ledger.
-var errHeldElsewhere = errors.New("another process holds the ledger")
+// Errors of tryHold: another station holds the ledger (it holds the ship
+// lock), or a process that is no station of this receipts directory holds
+// the embedded ledger's file (see lapse).
+var (
+	errHeldElsewhere = errors.New("another process holds the ledger")
+	errLapse         = errors.New("a process that ships nothing holds the ledger file")
+)
 
 // tryHold takes what makes this station the holder, without waiting.
 func (s *Station) tryHold() (*holding, error) {
@@ -271,16 +325,35 @@ func (s *Station) tryHold() (*holding, error) {
 		}
 		return &holding{lock: f, to: s.cfg.Remote}, nil
 	}
+	if err := os.MkdirAll(s.cfg.Receipts, 0o700); err != nil {
+		return nil, fmt.Errorf("create the receipts directory: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(s.cfg.Embedded.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the embedded ledger's directory: %w", err)
 	}
-	l, err := s.openLedger()
-	if errors.Is(err, ledger.ErrLocked) {
+	return s.holdEmbedded()
+}
+
+// holdEmbedded takes the ship lock, then the embedded ledger's file,
+// without waiting. A holder takes the ship lock before the file and
+// releases it after (Close), so a file held while the ship lock is free
+// is held by a process that ships nothing here: errLapse.
+func (s *Station) holdEmbedded() (*holding, error) {
+	f, err := flock.TryLock(filepath.Join(s.cfg.Receipts, ShipLockName))
+	if errors.Is(err, flock.ErrLocked) {
 		return nil, errHeldElsewhere
 	} else if err != nil {
 		return nil, err
 	}
-	return &holding{log: l, to: spool.Embedded{Log: l}}, nil
+	l, err := s.openLedger()
+	if err != nil {
+		f.Close()
+		if errors.Is(err, ledger.ErrLocked) {
+			return nil, fmt.Errorf("%w: %w", errLapse, err)
+		}
+		return nil, err
+	}
+	return &holding{lock: f, log: l, to: spool.Embedded{Log: l}}, nil
 }
 
 // hold starts shipping every chain and the anchoring loop. s.mu is held.
@@ -375,10 +448,29 @@ func (s *Station) run(ctx context.Context) {
 	}
 }
 
+// lapsed logs, once per lapse, that a process that ships nothing holds
+// the ledger file (err names it and its holder), and starts counting the
+// receipts written. s.mu is held.
+func (s *Station) lapsed(err error) {
+	if s.lapse != nil {
+		return
+	}
+	s.lapse = &lapse{first: map[string]uint64{}, last: map[string]uint64{}}
+	s.log.Error("a process that is no proxy of this receipts directory holds the ledger file and ships nothing: no receipt is shipped or anchored until it lets go; this proxy writes receipts and takes over then",
+		"receipts", s.cfg.Receipts, "err", err)
+}
+
 // takeOver tries once to become the holder. s.mu is held.
 func (s *Station) takeOver() {
 	h, err := s.tryHold()
+	if s.lapse != nil && !errors.Is(err, errLapse) {
+		s.lapse = nil
+		s.log.Warn("the process that held the ledger file let go", "receipts", s.cfg.Receipts)
+	}
 	switch {
+	case errors.Is(err, errLapse):
+		s.lapsed(err)
+		return
 	case errors.Is(err, errHeldElsewhere):
 		return
 	case err != nil:
@@ -392,6 +484,15 @@ func (s *Station) takeOver() {
 	s.held = h
 	s.log.Info("took over the ledger from a proxy that stopped")
 	s.hold()
+}
+
+// Lapsed reports whether this station finds the embedded ledger's file
+// held by a process that is no station of its receipts directory, so that
+// nothing is shipped or anchored (a lapse; it is logged once).
+func (s *Station) Lapsed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lapse != nil
 }
 
 // Holding reports whether this station is the holder.

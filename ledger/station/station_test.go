@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
+	"github.com/bankdoor/bankdoor/internal/flock"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/ledger/spool"
@@ -336,4 +339,65 @@ func TestStandbyCloseShips(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLedger(t, db, signer, map[string]int{receipts: 7})
+}
+
+// syncBuffer is a log sink safe for the station's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLedgerHeldElsewhere: while a process that ships nothing (here the
+// test, holding the flock on the embedded ledger's file, as bbolt takes
+// it) holds the ledger, the standby says so once in its log, reports the
+// lapse (Lapsed) and counts the receipts written meanwhile (Backlog);
+// once the file is free it takes over and ships them.
+func TestLedgerHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	receipts, db, a, signer := oneChain(t)
+	if err := os.MkdirAll(receipts, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	held, err := flock.TryLock(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var logs syncBuffer
+	cfg := embedded(receipts, db, signer, nil)
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	st, w, written := start(t, cfg, receipts, a.Key)
+	deny(t, w, written, 2)
+	waitFor(t, "the standby reports the lapse", st.Lapsed)
+	if b := st.Backlog(); b[a.KeyID] != 2 {
+		t.Errorf("Backlog during the lapse = %v; want 2 receipts of %s", b, a.KeyID)
+	}
+	lapse := "holds the ledger file and ships nothing"
+	if !strings.Contains(logs.String(), db) || runtime.GOOS == "linux" && !strings.Contains(logs.String(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("the lapse's log does not name the file %s and its holder, pid %d:\n%s", db, os.Getpid(), logs.String())
+	}
+	held.Close()
+	waitFor(t, "the standby takes over", st.Holding)
+	if st.Lapsed() {
+		t.Error("Lapsed after the takeover")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLedger(t, db, signer, map[string]int{receipts: 2})
+	if n := strings.Count(logs.String(), lapse); n != 1 {
+		t.Errorf("the lapse was logged %d times; want once:\n%s", n, logs.String())
+	}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/bankdoor/bankdoor/internal/flock"
 )
 
 // ErrLocked is wrapped by OpenBolt's error when another process has the
@@ -51,7 +54,7 @@ type Bolt struct {
 // lock on the file, a read-only open a shared one; if another process
 // holds a conflicting lock, OpenBolt fails with an error naming the file
 // after DefaultLockWait, or after one try if [OpenBoltWait]'s wait is
-// negative.
+// negative. A symbolic link at path is refused, not followed.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	return OpenBoltWait(path, readOnly, DefaultLockWait)
 }
@@ -60,16 +63,23 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 // negative wait tries once.
 func OpenBoltWait(path string, readOnly bool, wait time.Duration) (*Bolt, error) {
 	if readOnly {
-		if _, err := os.Stat(path); err != nil {
+		if _, err := os.Lstat(path); err != nil {
 			return nil, fmt.Errorf("open ledger %s: %w", path, err)
 		}
 	}
 	if wait <= 0 {
 		wait = time.Nanosecond // bbolt: zero waits for ever; anything under its 50 ms retry tries once
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly, OpenFile: openNoFollow})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open ledger %s: %w (a ledger server or a proxy?): %w", path, ErrLocked, err)
+		by := flock.Holders(path)
+		if by == "" {
+			by = "a ledger server or a proxy?"
+		}
+		return nil, fmt.Errorf("open ledger %s: %w (%s): %w", path, ErrLocked, by, err)
+	}
+	if fi, lerr := os.Lstat(path); err != nil && lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("open ledger %s: it is a symbolic link, which is not followed: a ledger file is a regular file", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
@@ -80,6 +90,14 @@ func OpenBoltWait(path string, readOnly bool, wait time.Duration) (*Bolt, error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// openNoFollow is bbolt's os.OpenFile refusing a symbolic link at the
+// path, dangling or not, in the same system call that opens or creates
+// the file: a link cannot redirect the ledger elsewhere, even one put
+// there after a check.
+func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
 }
 
 func (s *Bolt) init(readOnly bool) error {

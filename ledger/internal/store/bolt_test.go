@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,4 +141,42 @@ func TestBoltVersion1ReadOnly(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBoltSymlink: a symbolic link at the ledger's path is refused, read-
+// write and read-only, dangling or not, and nothing is created where it
+// points (a dangling .ledger.db in a receipts directory would otherwise
+// put the ledger outside it).
+func TestBoltSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere", "ledger.db")
+	if err := os.Mkdir(filepath.Dir(target), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, ".ledger.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		_, err := OpenBolt(link, ro)
+		if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("open of a dangling link (read-only %v) = %v; want an error naming %s as a symbolic link", ro, err, link)
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("open of a dangling link (read-only %v) created its target %s (%v)", ro, target, err)
+		}
+	}
+	s, err := OpenBolt(target, false) // a real ledger behind the link
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, ro := range []bool{false, true} {
+		if s, err := OpenBolt(link, ro); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("open of a link to a ledger (read-only %v) = %v; want it refused as a symbolic link", ro, err)
+		}
+	}
 }

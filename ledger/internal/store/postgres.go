@@ -69,7 +69,8 @@ func IsPostgresURL(db string) bool {
 // unless it is empty (then pgx's defaults apply: PGPASSWORD, ~/.pgpass).
 // Unless readOnly is set, it creates the schema in an empty database and
 // migrates an older one; it refuses a schema newer than SchemaVersion,
-// and, read-only, a database without one.
+// and, read-only, a database without one. It creates the ledger's tables
+// only in a schema that holds no other tables (ErrOtherTables).
 func OpenPostgres(ctx context.Context, connString, password string, readOnly bool) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -96,6 +97,47 @@ func OpenPostgres(ctx context.Context, connString, password string, readOnly boo
 		return nil, fmt.Errorf("open ledger database %s: %w", name, classify(err))
 	}
 	return s, nil
+}
+
+// ErrOtherTables is wrapped by the error of OpenPostgres when it would
+// create the ledger's tables in a schema that holds other tables, and of
+// Postgres.OtherTables.
+var ErrOtherTables = errors.New("the database holds tables that are not the ledger's")
+
+// ledgerTables are the tables of the schema (and ledger_schema).
+var ledgerTables = []string{"ledger_schema", "ledger_meta", "ledger_entries", "ledger_leaves", "ledger_nodes",
+	"ledger_heads", "ledger_cosignatures", "ledger_witnesses"}
+
+// OtherTables returns an error wrapping ErrOtherTables, naming them, if
+// the ledger's schema (the connection's current schema) holds tables,
+// views or sequences that are not the ledger's: the ledger keeps its
+// schema to itself.
+func (s *Postgres) OtherTables(ctx context.Context) error {
+	other, err := otherTables(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, classify(err))
+	}
+	if len(other) > 0 {
+		return fmt.Errorf("%s: %w", s.name, otherTablesError(other))
+	}
+	return nil
+}
+
+// otherTables lists (up to 10 of) the tables, views and sequences of the
+// current schema, the one the ledger's tables are created in, that are not
+// the ledger's. A ledger in a schema of its own shares the database with
+// whatever is in other schemas.
+func otherTables(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) ([]string, error) {
+	rows, _ := q.Query(ctx, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND n.nspname = current_schema() AND NOT c.relname = ANY($1)
+		ORDER BY 1 LIMIT 10`, ledgerTables)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func otherTablesError(names []string) error {
+	return fmt.Errorf("%w: %s", ErrOtherTables, strings.Join(names, ", "))
 }
 
 // migrate checks the schema version and, for a writer, creates the
@@ -129,6 +171,11 @@ func (s *Postgres) migrate(ctx context.Context) error {
 	}
 	switch {
 	case len(versions) == 0 && !s.readOnly:
+		if other, err := otherTables(ctx, tx); err != nil {
+			return err
+		} else if len(other) > 0 {
+			return otherTablesError(other)
+		}
 		if _, err := tx.Exec(ctx, schema); err != nil {
 			return fmt.Errorf("creating the ledger schema: %w", err)
 		}

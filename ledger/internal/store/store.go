@@ -32,7 +32,8 @@
 //
 // The PostgreSQL backend keeps each keyspace in a table named ledger_
 // and the keyspace, in the connection's schema (search_path; give the
-// ledger a database, or a schema, of its own). Integers are bigint: a
+// ledger a database, or a schema, of its own: its tables are not created
+// in a schema that holds others). Integers are bigint: a
 // value above 2⁶³−1 is refused on write. Text columns are COLLATE "C",
 // so they sort by bytes, as the bbolt keys do.
 //
