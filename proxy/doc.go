@@ -51,6 +51,19 @@
 // like a server's own elicitation/create: not exposed, it is not relayed,
 // and the request is denied with a receipt (response.not_exposed).
 //
+// # Answers that are not strict JSON
+//
+// What the relay passes on of a server's message, a result, an error's
+// data, a request's or notification's params, must be strict JSON (RFC
+// 7493: no member name twice at any depth, valid UTF-8, no lone
+// surrogates, nothing after the value); the SDK's decoder is not, so the
+// relay checks before anything else looks at the message. An answer that
+// fails is not relayed: the request is denied with a receipt
+// (response.malformed). A notification or request of the server that
+// fails is dropped with a log line, a request answered with an error. An
+// answer to the relay's own initialize or tools/list that fails is an
+// error like any other (pin.unavailable for the call waiting on it).
+//
 // # Protocol versions
 //
 // The relay speaks one protocol version to the server, negotiated by

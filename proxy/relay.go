@@ -118,7 +118,7 @@ type pending struct {
 	// _meta.progressToken, "" if none: the server's progress
 	// notifications carrying it relate to this request.
 	progress string
-	done     chan *jsonrpc.Response // the relay's own requests only
+	done     chan ownAnswer // the relay's own requests only
 	// answered is closed when a forwarded tools/call is answered (or can
 	// no longer be): callLoop waits for it before the next call.
 	answered chan struct{}
@@ -127,6 +127,14 @@ type pending struct {
 	// its read is when the agent's request was read.
 	evidence denial
 	trace    *reqTrace // the agent's request's spans; nil if not traced
+}
+
+// ownAnswer is the server's answer to one of the relay's own requests:
+// malformed if it is not strict JSON (see strictAnswer), and then not to be
+// read.
+type ownAnswer struct {
+	resp      *jsonrpc.Response
+	malformed bool
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -295,7 +303,7 @@ func (r *Relay) whyNotSent() error {
 // call sends the relay's own request and waits for its response, at most
 // timeout (0: no limit but ctx's).
 func (r *Relay) call(ctx context.Context, method string, params []byte, timeout time.Duration) (*jsonrpc.Response, error) {
-	p := &pending{method: method, done: make(chan *jsonrpc.Response, 1)}
+	p := &pending{method: method, done: make(chan ownAnswer, 1)}
 	id, ok := r.send(ctx, p, method, params, false)
 	if !ok {
 		return nil, r.whyNotSent()
@@ -307,11 +315,14 @@ func (r *Relay) call(ctx context.Context, method string, params []byte, timeout 
 		expired = t.C
 	}
 	select {
-	case resp := <-p.done:
-		if resp == nil { // serverGone set why before it closed p.done
+	case a := <-p.done:
+		resp := a.resp
+		switch {
+		case resp == nil: // serverGone set why before it closed p.done
 			return nil, r.whyNotSent()
-		}
-		if resp.Error != nil {
+		case a.malformed:
+			return nil, fmt.Errorf("the bank server's answer to %s is not strict JSON (%s)", method, notStrict)
+		case resp.Error != nil:
 			return nil, fmt.Errorf("the bank server answered %s with an error: %w", method, resp.Error)
 		}
 		return resp, nil
