@@ -16,6 +16,12 @@
 //   - Calls on one session are forwarded one at a time (callLoop, in
 //     agent.go): the next waits until the server has answered the previous.
 //     Every other method goes through at once.
+//   - A forwarded call the agent cancels (notifications/cancelled), or
+//     that the server has not answered within Config.CallTimeout (then
+//     the relay cancels it at the server and answers the agent with an
+//     error), ends for the relay: the server may never answer it, as MCP
+//     allows, and a late answer is dropped. It counts as answered: the
+//     next call is decided on a listing sent after the cancellation.
 //   - A listing (listing.go) is fresh while no forwarded call has been
 //     answered since it began and the server has not said its list changed;
 //     a notification can make a listing stale, never fresh. A call is

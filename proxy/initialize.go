@@ -43,7 +43,7 @@ func (r *Relay) initialize(ctx context.Context, f *frame) {
 		return
 	}
 	agentParams, _ := jsonobj.Parse(f.params) // nil if absent or not strict JSON
-	resp, err := r.call(ctx, "initialize", r.serverInitParams(agentParams), 0)
+	resp, err := r.call(ctx, "initialize", r.serverInitParams(agentParams), r.cfg.ListTimeout)
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &we):

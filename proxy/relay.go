@@ -39,8 +39,13 @@ type Recorder interface {
 	Record(Event) (id string, err error)
 }
 
-// DefaultListTimeout bounds each page of the relay's own tools/list.
+// DefaultListTimeout bounds each of the relay's own requests to the
+// server: its initialize, each page of its tools/list.
 const DefaultListTimeout = 30 * time.Second
+
+// DefaultCallTimeout bounds how long a forwarded tools/call waits for the
+// server's answer; see Config.CallTimeout.
+const DefaultCallTimeout = 2 * time.Minute
 
 // Config is what a Relay needs.
 type Config struct {
@@ -50,10 +55,17 @@ type Config struct {
 	Recorder Recorder
 	Logger   *slog.Logger // diagnostics, normally to stderr
 	MaxFrame int          // largest agent line; 0 means DefaultMaxFrame
-	// ListTimeout bounds each page of the relay's own tools/list; a call
-	// whose pin cannot be checked in time is denied (pin.unavailable).
-	// 0 means DefaultListTimeout.
+	// ListTimeout bounds each of the relay's own requests to the server:
+	// each page of its tools/list (a call whose pin cannot be checked in
+	// time is denied, pin.unavailable) and its initialize (the agent's
+	// initialize then gets an error). 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// CallTimeout bounds how long a forwarded tools/call waits for the
+	// server's answer: then the relay cancels it at the server (the
+	// agent's SDK may have given up without notifications/cancelled) and
+	// answers the agent with an error, and the next call goes on, after
+	// a listing of its own. 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Tracer, if set, traces every agent request (see trace.go); nil
 	// means no tracing, at no cost.
 	Tracer trace.Tracer
@@ -152,6 +164,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 	}
 	if cfg.ListTimeout <= 0 {
 		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
