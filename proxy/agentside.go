@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -36,6 +37,15 @@ type RelatedWriter interface {
 	WriteRelated(msg []byte, id jsontext.Value) error
 }
 
+// An InputCloser is an AgentSide that can tell the end of the agent's
+// input before the relay has read that far. While the relay waits for the
+// server's answer to initialize it reads no frame; if the input closes
+// meanwhile, it stops waiting and answers the agent's initialize with an
+// error, so that a server that never answers does not keep the session.
+type InputCloser interface {
+	InputClosed() <-chan struct{}
+}
+
 // FrameTooLargeError is a message longer than the agent side accepts. The
 // relay answers it with frame.too_large and goes on.
 type FrameTooLargeError struct{ Max int }
@@ -47,22 +57,53 @@ func (e *FrameTooLargeError) Error() string {
 // LineAgent is the MCP stdio transport: newline-delimited messages of at
 // most maxFrame bytes (0 means DefaultMaxFrame) read from in, written to
 // out with a newline.
+// It is an InputCloser: it reads one line ahead of the relay.
 func LineAgent(in io.Reader, out io.Writer, maxFrame int) AgentSide {
-	return &lineAgent{lr: newLineReader(in, maxFrame), out: out}
+	return &lineAgent{lr: newLineReader(in, maxFrame), out: out, lines: make(chan lineRead), closed: make(chan struct{})}
 }
 
 type lineAgent struct {
-	lr  *lineReader
-	out io.Writer
+	lr     *lineReader
+	out    io.Writer
+	start  sync.Once
+	lines  chan lineRead // closed after the error that ends the input
+	closed chan struct{} // closed when the input ends
+	end    error         // that error, once lines is closed
+}
+
+type lineRead struct {
+	line []byte
+	err  error
 }
 
 func (a *lineAgent) ReadFrame() ([]byte, error) {
-	line, err := a.lr.next()
-	if errors.Is(err, errTooLong) {
-		return nil, &FrameTooLargeError{Max: a.lr.max}
+	a.start.Do(func() { go a.readAhead() })
+	l, ok := <-a.lines
+	if !ok {
+		return nil, a.end
 	}
-	return line, err
+	return l.line, l.err
 }
+
+// readAhead reads the lines for ReadFrame, one ahead; each line is a new
+// slice, so a line being handled is never overwritten.
+func (a *lineAgent) readAhead() {
+	for {
+		line, err := a.lr.next()
+		if errors.Is(err, errTooLong) {
+			err = &FrameTooLargeError{Max: a.lr.max}
+		} else if err != nil {
+			close(a.closed)
+			a.lines <- lineRead{err: err}
+			a.end = err
+			close(a.lines)
+			return
+		}
+		a.lines <- lineRead{line, err}
+	}
+}
+
+func (a *lineAgent) InputClosed() <-chan struct{} { return a.closed }
 
 func (a *lineAgent) WriteFrame(msg []byte) error {
 	_, err := a.out.Write(append(msg, '\n'))

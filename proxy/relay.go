@@ -346,7 +346,7 @@ func (r *Relay) call(ctx context.Context, method string, params []byte, timeout 
 		return nil, fmt.Errorf("the bank server did not answer %s within %v", method, timeout)
 	case <-ctx.Done():
 		r.forget(id)
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 }
 
