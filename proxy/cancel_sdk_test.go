@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +21,14 @@ import (
 // handler waits, whatever its context says, until the test ends), as a
 // server may do with a request its client cancelled; the later ones are.
 func stuckBank(t *testing.T) *mcp.Server {
-	release := make(chan struct{})
+	s, _ := stuckBankEntered(t)
+	return s
+}
+
+// stuckBankEntered is stuckBank and a channel closed when its first
+// get_balances has arrived.
+func stuckBankEntered(t *testing.T) (*mcp.Server, <-chan struct{}) {
+	release, entered := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var calls atomic.Int64
 	s := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)
@@ -29,11 +37,12 @@ func stuckBank(t *testing.T) *mcp.Server {
 			Account string `json:"account,omitempty"`
 		}) (*mcp.CallToolResult, any, error) {
 			if calls.Add(1) == 1 {
+				close(entered)
 				<-release
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "42.00"}}}, nil, nil
 		})
-	return s
+	return s, entered
 }
 
 // relayTo returns a relay of the policy pinning bank's get_balances, to a
@@ -95,7 +104,50 @@ func TestSDKCancelOverStdio(t *testing.T) {
 func TestSDKCancelOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	bank := stuckBank(t)
+	cs, _ := gatewaySession(t, ctx, stuckBank(t))
+	cancelThenCall(t, ctx, cs)
+}
+
+// TestAbortedPOSTCancels: over the gateway, a POST of a tools/call whose
+// client goes away before the answer (no notifications/cancelled) cancels
+// the call, so the session's next call is not blocked.
+func TestAbortedPOSTCancels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	bank, entered := stuckBankEntered(t)
+	cs, url := gatewaySession(t, ctx, bank)
+	post, abort := context.WithCancel(ctx)
+	body := `{"jsonrpc":"2.0","id":"raw-1","method":"tools/call","params":{"name":"get_balances","arguments":{"account":"acc_1"}}}`
+	req, err := http.NewRequestWithContext(post, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Authorization": {"Bearer " + loadToken}, "Content-Type": {"application/json"},
+		"Accept": {"application/json, text/event-stream"}, "Mcp-Session-Id": {cs.ID()}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the raw tools/call never reached the bank")
+	}
+	abort()
+	<-done
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account": "acc_1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("get_balances after an aborted POST: %v %v, want an answer", res, err)
+	}
+}
+
+// gatewaySession serves relays to bank through the gateway (httpserve)
+// and returns an SDK client's session with it, and its URL.
+func gatewaySession(t *testing.T, ctx context.Context, bank *mcp.Server) (*mcp.ClientSession, string) {
 	tokens, err := httpserve.ParseTokens("cancel", []byte("agent "+loadToken))
 	if err != nil {
 		t.Fatal(err)
@@ -103,16 +155,18 @@ func TestSDKCancelOverHTTP(t *testing.T) {
 	srv := httpserve.New(httpserve.Config{Tokens: tokens, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
 		return relayTo(t, ctx, bank).RunAgent(ctx, side)
 	}})
-	defer srv.Close()
 	ts := httptest.NewServer(srv)
-	defer ts.Close()
 	hs := &proxy.HTTPServer{URL: ts.URL, Header: http.Header{"Authorization": {"Bearer " + loadToken}}}
 	client := hs.Client()
-	defer client.CloseIdleConnections()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: client, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	cancelThenCall(t, ctx, cs)
+	t.Cleanup(func() {
+		cs.Close()
+		client.CloseIdleConnections()
+		ts.Close()
+		srv.Close()
+	})
+	return cs, ts.URL
 }
