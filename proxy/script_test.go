@@ -342,13 +342,6 @@ func (b *scriptBank) expectNote(method string) *jsonrpc.Request {
 	}
 }
 
-// listed returns how many tools/list requests the bank has answered.
-func (b *scriptBank) listed() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.lists
-}
-
 // set changes get_balances's definition.
 func (b *scriptBank) set(def string) {
 	b.mu.Lock()
