@@ -56,19 +56,25 @@ func (e *FrameTooLargeError) Error() string {
 
 // LineAgent is the MCP stdio transport: newline-delimited messages of at
 // most maxFrame bytes (0 means DefaultMaxFrame) read from in, written to
-// out with a newline.
-// It is an InputCloser: it reads one line ahead of the relay.
+// out with a newline. It reads one line ahead of the relay, and is an
+// InputCloser.
 func LineAgent(in io.Reader, out io.Writer, maxFrame int) AgentSide {
-	return &lineAgent{lr: newLineReader(in, maxFrame), out: out, lines: make(chan lineRead), closed: make(chan struct{})}
+	return newLineAgent(in, out, maxFrame)
+}
+
+func newLineAgent(in io.Reader, out io.Writer, maxFrame int) *lineAgent {
+	return &lineAgent{lr: newLineReader(in, maxFrame), out: out,
+		lines: make(chan lineRead), closed: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 type lineAgent struct {
-	lr     *lineReader
-	out    io.Writer
-	start  sync.Once
-	lines  chan lineRead // closed after the error that ends the input
-	closed chan struct{} // closed when the input ends
-	end    error         // that error, once lines is closed
+	lr      *lineReader
+	out     io.Writer
+	start   sync.Once
+	lines   chan lineRead // closed after the error that ends the input
+	closed  chan struct{} // closed when the input ends
+	end     error         // that error, once lines is closed
+	stopped chan struct{} // closed by stop: no more reads are wanted
 }
 
 type lineRead struct {
@@ -94,14 +100,25 @@ func (a *lineAgent) readAhead() {
 			err = &FrameTooLargeError{Max: a.lr.max}
 		} else if err != nil {
 			close(a.closed)
-			a.lines <- lineRead{err: err}
-			a.end = err
-			close(a.lines)
-			return
 		}
-		a.lines <- lineRead{line, err}
+		var tooLarge *FrameTooLargeError
+		select {
+		case a.lines <- lineRead{line, err}:
+			if err == nil || errors.As(err, &tooLarge) {
+				continue
+			}
+		case <-a.stopped:
+			err = io.EOF
+		}
+		a.end = err
+		close(a.lines)
+		return
 	}
 }
+
+// stop ends readAhead once its read returns: from then on ReadFrame
+// returns io.EOF.
+func (a *lineAgent) stop() { close(a.stopped) }
 
 func (a *lineAgent) InputClosed() <-chan struct{} { return a.closed }
 

@@ -193,7 +193,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 // goes away (Run answers every open request with an error and returns why),
 // or ctx is done.
 func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return r.RunAgent(ctx, LineAgent(in, out, r.cfg.MaxFrame))
+	a := newLineAgent(in, out, r.cfg.MaxFrame)
+	defer a.stop()
+	return r.RunAgent(ctx, a)
 }
 
 // RunAgent is Run with the agent on the given side of the session (see
