@@ -177,7 +177,7 @@ func strictAnswer(m *jsonrpc.Response) bool {
 
 // mayEmbedRequests reports whether result may have an inputRequests
 // member: it spells the name, or has a \u escape that could spell it. Most
-// results are then not parsed at all.
+// results are then checked (strictAnswer) but not split into members.
 func mayEmbedRequests(result []byte) bool {
 	return bytes.Contains(result, []byte("inputRequests")) || bytes.Contains(result, []byte(`\u`))
 }
