@@ -81,6 +81,11 @@ func TestCancelBeforeItsTurn(t *testing.T) {
 	call1 := bank.expectOther("tools/call")
 	s.send(callBalances("2"))
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"2"}}`)
+	// The agent's frames are handled in order: once the ping reaches the
+	// server, the cancellation has been handled.
+	s.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	s.srv.answer(bank.expectOther("ping"), `{}`)
+	mustResult(t, "ping", s.recv())
 	s.send(callBalances("3"))
 	s.srv.answer(call1, okResult)
 	mustResult(t, "call 1", s.recv())
