@@ -20,7 +20,7 @@ func TestE2ECancelledCall(t *testing.T) {
 	f := w.fixture("BANK_FIXTURE_VARIANT=stall")
 	t.Run("stdio", func(t *testing.T) {
 		s := start(t, w.proxy(f).Command(), nil)
-		cancelThenRead(t, s.Client())
+		cancelThenRead(t, s.Client(), f)
 	})
 	t.Run("listen", func(t *testing.T) {
 		tokens, toks := agentTokens(t)
@@ -29,7 +29,7 @@ func TestE2ECancelledCall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, p.Stderr())
 		}
-		cancelThenRead(t, s.Client())
+		cancelThenRead(t, s.Client(), f)
 		if err := s.Close(); err != nil {
 			t.Error(err)
 		}
@@ -37,12 +37,26 @@ func TestE2ECancelledCall(t *testing.T) {
 	})
 }
 
-// cancelThenRead calls get_balances with a context that ends first (the
-// SDK sends notifications/cancelled), then again, which must be answered.
-func cancelThenRead(t *testing.T, cs *mcp.ClientSession) {
+// cancelThenRead calls get_balances and gives up on it once it has reached
+// the bank (the SDK sends notifications/cancelled), then calls it again,
+// which must be answered.
+func cancelThenRead(t *testing.T, cs *mcp.ClientSession, f mcptest.Fixture) {
 	t.Helper()
 	params := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account_id": "acc_checking"}}
-	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	before := logLength(t, f)
+	short, cancel := context.WithCancel(testContext(t, 30*time.Second))
+	go func() {
+		defer cancel()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for logLength(t, f) == before {
+			select {
+			case <-short.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	_, err := cs.CallTool(short, params)
 	cancel()
 	if err == nil {
@@ -53,4 +67,14 @@ func cancelThenRead(t *testing.T, cs *mcp.ClientSession) {
 	if err != nil || res.IsError {
 		t.Fatalf("get_balances after a cancelled one: %v %v, want an answer", res, err)
 	}
+}
+
+// logLength is the number of entries in the fixture bank's log.
+func logLength(t *testing.T, f mcptest.Fixture) int {
+	st, err := mcptest.ReadState(f.State)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	return len(st.Log)
 }
