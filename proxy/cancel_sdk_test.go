@@ -17,16 +17,10 @@ import (
 	"github.com/bankdoor/bankdoor/proxy/httpserve"
 )
 
-// stuckBank is a bank whose first get_balances is never answered (its
-// handler waits, whatever its context says, until the test ends), as a
-// server may do with a request its client cancelled; the later ones are.
-func stuckBank(t *testing.T) *mcp.Server {
-	s, _ := stuckBankEntered(t)
-	return s
-}
-
-// stuckBankEntered is stuckBank and a channel closed when its first
-// get_balances has arrived.
+// stuckBankEntered is a bank whose first get_balances is never answered
+// (its handler waits, whatever its context says, until the test ends), as
+// a server may do with a request its client cancelled; the later ones
+// are. The channel is closed when that first call has arrived.
 func stuckBankEntered(t *testing.T) (*mcp.Server, <-chan struct{}) {
 	release, entered := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -61,12 +55,20 @@ func relayTo(t *testing.T, ctx context.Context, bank *mcp.Server) *proxy.Relay {
 }
 
 // cancelThenCall has the SDK client give up on a get_balances the bank
-// never answers (its context ends: the SDK sends notifications/cancelled),
-// then call it again, which must be answered within ctx.
-func cancelThenCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+// never answers, once it has reached the bank (entered; its context ends:
+// the SDK sends notifications/cancelled), then call it again, which must
+// be answered within ctx.
+func cancelThenCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, entered <-chan struct{}) {
 	t.Helper()
 	params := &mcp.CallToolParams{Name: "get_balances", Arguments: map[string]any{"account": "acc_1"}}
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	short, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		select {
+		case <-entered:
+		case <-short.Done():
+		}
+	}()
 	_, err := cs.CallTool(short, params)
 	cancel()
 	if err == nil {
@@ -83,7 +85,8 @@ func cancelThenCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 func TestSDKCancelOverStdio(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r := relayTo(t, ctx, stuckBank(t))
+	bank, entered := stuckBankEntered(t)
+	r := relayTo(t, ctx, bank)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -92,7 +95,7 @@ func TestSDKCancelOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancelThenCall(t, ctx, cs)
+	cancelThenCall(t, ctx, cs, entered)
 	cs.Close()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
@@ -104,8 +107,9 @@ func TestSDKCancelOverStdio(t *testing.T) {
 func TestSDKCancelOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, _ := gatewaySession(t, ctx, stuckBank(t))
-	cancelThenCall(t, ctx, cs)
+	bank, entered := stuckBankEntered(t)
+	cs, _ := gatewaySession(t, ctx, bank)
+	cancelThenCall(t, ctx, cs, entered)
 }
 
 // TestAbortedPOSTCancels: over the gateway, a POST of a tools/call whose
