@@ -87,8 +87,8 @@
 // The agent's side is an AgentSide: one JSON-RPC message per frame. Run
 // reads newline-delimited messages (the MCP stdio transport) through
 // LineAgent, which writes a raw CR or LF between the tokens of a message
-// (a server over HTTP may send them) as a space: the only bytes of what
-// the server sent that the agent does not get as sent; package proxy/httpserve gives each agent session over
+// (a server over HTTP may send them) as a space, the same whitespace to a
+// JSON parser, so that no message spans two lines; package proxy/httpserve gives each agent session over
 // streamable HTTP its own AgentSide and calls RunAgent. The relay is the
 // same for both.
 //
