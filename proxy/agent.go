@@ -278,17 +278,84 @@ func (r *Relay) decideCall(ctx context.Context, tc *toolCall) {
 	}
 	p := &pending{agentID: f.id, method: f.method, progress: canonical(tok), answered: make(chan struct{}),
 		evidence: denial{tool: call.Tool, argNames: d.ArgNames, argsSHA256: d.ArgsSHA256, read: f.read}, trace: f.trace}
-	if _, ok := r.send(ctx, p, f.method, params.Marshal(), false); !ok {
+	ours, ok := r.send(ctx, p, f.method, params.Marshal(), false)
+	if !ok {
 		r.release(f.id)
 		f.trace.fail("server_gone")
 		return
 	}
+	r.mu.Lock()
+	var late *pending // cancelled by the agent while it was being decided
+	if tc.cancelled {
+		late = r.endForwarded(ours)
+	}
+	r.mu.Unlock()
+	if late != nil {
+		r.cancelAtServer(ctx, ours, "cancelled by the client")
+		late.ended("cancelled")
+	}
+	r.awaitAnswer(ctx, tc, p, ours)
+	r.prefetch(ctx)
+}
+
+// awaitAnswer waits until the forwarded call p (the relay's request ours)
+// is answered, ended by a cancellation, or has waited Config.CallTimeout:
+// then the relay cancels it at the server and answers the agent itself.
+func (r *Relay) awaitAnswer(ctx context.Context, tc *toolCall, p *pending, ours int64) {
+	t := time.NewTimer(r.cfg.CallTimeout)
+	defer t.Stop()
 	select {
 	case <-p.answered:
+		return
 	case <-ctx.Done():
 		return
+	case <-t.C:
 	}
-	r.prefetch(ctx)
+	r.mu.Lock()
+	p = r.endForwarded(ours)
+	r.mu.Unlock()
+	if p == nil {
+		return // answered or cancelled meanwhile
+	}
+	why := fmt.Sprintf("the bank server did not answer within %v", r.cfg.CallTimeout)
+	r.cancelAtServer(ctx, ours, why)
+	p.ended("timeout")
+	r.replyError(tc.f.id, codeInternalError, fmt.Sprintf("bankdoor: tools/call %q: %s; the proxy cancelled it", truncate(tc.call.Tool, 128), why), nil)
+}
+
+// endForwarded ends, for the relay, the agent's request sent to the server
+// as ours, which the server may never answer (a cancelled request): it is
+// no longer pending, so a late answer is dropped, nor open, and, for a
+// tools/call, a listing from before is stale, since the server may still
+// act on it. It returns the request, or nil if it was answered or ended
+// already; the caller tells the server, then calls ended. r.mu is held.
+func (r *Relay) endForwarded(ours int64) *pending {
+	p := r.pending[ours]
+	if p == nil || p.agentID == nil {
+		return nil
+	}
+	delete(r.pending, ours)
+	delete(r.open, string(p.agentID))
+	if p.answered != nil {
+		r.gen++
+	}
+	return p
+}
+
+// ended finishes a request endForwarded took: callLoop may go on (after
+// the cancellation was sent, so its next listing comes after it).
+func (p *pending) ended(why string) {
+	if p.answered != nil {
+		close(p.answered)
+	}
+	p.trace.fail(why)
+}
+
+// cancelAtServer sends the server notifications/cancelled for the
+// relay's request ours.
+func (r *Relay) cancelAtServer(ctx context.Context, ours int64, reason string) {
+	params := jsonobj.Object{{Name: "requestId", Value: jsontext.Value(fmt.Sprint(ours))}, {Name: "reason", Value: quote(reason)}}
+	r.send(ctx, nil, "notifications/cancelled", params.Marshal(), true)
 }
 
 // gateDenial is the denial of the call of f the gate refused.
@@ -302,11 +369,13 @@ func (r *Relay) goneErr() error {
 	return r.gone
 }
 
-// cancel handles the agent's notifications/cancelled: a call still
-// waiting for its turn is dropped (it is never answered, as JSON-RPC
-// allows for a cancelled request); for a request sent to the server, the
-// requestId is rewritten to the relay's id and the cancellation
-// forwarded. Cancellations of unknown requests are dropped.
+// cancel handles the agent's notifications/cancelled. A cancelled request
+// is never answered, as JSON-RPC allows (and the server may never answer
+// it). A call still waiting for its turn is dropped. A request sent to the
+// server ends for the relay (endForwarded): its requestId is rewritten to
+// the relay's id and the cancellation forwarded, and a tools/call's
+// successor is decided on a listing the server returns after it.
+// Cancellations of unknown requests are dropped.
 func (r *Relay) cancel(ctx context.Context, params []byte) {
 	obj, err := jsonobj.Parse(params)
 	if err != nil {
@@ -315,17 +384,20 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 	reqID := string(obj.Get("requestId"))
 	r.mu.Lock()
 	o := r.open[reqID]
+	var p *pending
 	switch {
 	case o == nil:
 	case o.call != nil && o.ours == 0:
 		o.call.cancelled = true
 		delete(r.open, reqID)
+	default:
+		p = r.endForwarded(o.ours)
 	}
 	r.mu.Unlock()
 	if o != nil && o.call != nil && o.ours == 0 {
 		o.call.f.trace.fail("cancelled") // never answered
 	}
-	if o == nil || o.ours == 0 {
+	if p == nil {
 		return
 	}
 	for i := range obj {
@@ -334,6 +406,7 @@ func (r *Relay) cancel(ctx context.Context, params []byte) {
 		}
 	}
 	r.send(ctx, nil, "notifications/cancelled", stripTraceMeta(obj.Marshal()), true)
+	p.ended("cancelled")
 }
 
 // agentResponse relays the agent's answer to a server request.

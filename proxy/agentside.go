@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -36,6 +37,15 @@ type RelatedWriter interface {
 	WriteRelated(msg []byte, id jsontext.Value) error
 }
 
+// An InputCloser is an AgentSide that can tell the end of the agent's
+// input before the relay has read that far. While the relay waits for the
+// server's answer to initialize it reads no frame; if the input closes
+// meanwhile, it stops waiting and answers the agent's initialize with an
+// error, so that a server that never answers does not keep the session.
+type InputCloser interface {
+	InputClosed() <-chan struct{}
+}
+
 // FrameTooLargeError is a message longer than the agent side accepts. The
 // relay answers it with frame.too_large and goes on.
 type FrameTooLargeError struct{ Max int }
@@ -46,25 +56,86 @@ func (e *FrameTooLargeError) Error() string {
 
 // LineAgent is the MCP stdio transport: newline-delimited messages of at
 // most maxFrame bytes (0 means DefaultMaxFrame) read from in, written to
-// out with a newline.
+// out with a newline. It reads one line ahead of the relay, and is an
+// InputCloser.
 func LineAgent(in io.Reader, out io.Writer, maxFrame int) AgentSide {
-	return &lineAgent{lr: newLineReader(in, maxFrame), out: out}
+	return newLineAgent(in, out, maxFrame)
+}
+
+func newLineAgent(in io.Reader, out io.Writer, maxFrame int) *lineAgent {
+	return &lineAgent{lr: newLineReader(in, maxFrame), out: out,
+		lines: make(chan lineRead), closed: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 type lineAgent struct {
-	lr  *lineReader
-	out io.Writer
+	lr      *lineReader
+	out     io.Writer
+	start   sync.Once
+	lines   chan lineRead // closed after the error that ends the input
+	closed  chan struct{} // closed when the input ends
+	end     error         // that error, once lines is closed
+	stopped chan struct{} // closed by stop: no more reads are wanted
+}
+
+type lineRead struct {
+	line []byte
+	err  error
 }
 
 func (a *lineAgent) ReadFrame() ([]byte, error) {
-	line, err := a.lr.next()
-	if errors.Is(err, errTooLong) {
-		return nil, &FrameTooLargeError{Max: a.lr.max}
+	a.start.Do(func() { go a.readAhead() })
+	l, ok := <-a.lines
+	if !ok {
+		return nil, a.end
 	}
-	return line, err
+	return l.line, l.err
 }
 
+// readAhead reads the lines for ReadFrame, one ahead; each line is a new
+// slice, so a line being handled is never overwritten.
+func (a *lineAgent) readAhead() {
+	for {
+		line, err := a.lr.next()
+		if errors.Is(err, errTooLong) {
+			err = &FrameTooLargeError{Max: a.lr.max}
+		} else if err != nil {
+			close(a.closed)
+		}
+		var tooLarge *FrameTooLargeError
+		select {
+		case a.lines <- lineRead{line, err}:
+			if err == nil || errors.As(err, &tooLarge) {
+				continue
+			}
+		case <-a.stopped:
+			err = io.EOF
+		}
+		a.end = err
+		close(a.lines)
+		return
+	}
+}
+
+// stop ends readAhead once its read returns: from then on ReadFrame
+// returns io.EOF.
+func (a *lineAgent) stop() { close(a.stopped) }
+
+func (a *lineAgent) InputClosed() <-chan struct{} { return a.closed }
+
+// WriteFrame writes msg on one line. The stdio transport forbids newlines
+// in a message; what the relay writes is strict JSON, whose strings escape
+// CR and LF, so a raw one can only be whitespace between tokens (a server
+// over HTTP may send such JSON) and becomes a space, which no parser reads
+// differently. Left as it is, it would split the line, and a value on a
+// line of its own would be read as a message of its own.
 func (a *lineAgent) WriteFrame(msg []byte) error {
-	_, err := a.out.Write(append(msg, '\n'))
+	line := make([]byte, 0, len(msg)+1)
+	for _, c := range msg {
+		if c == '\n' || c == '\r' {
+			c = ' '
+		}
+		line = append(line, c)
+	}
+	_, err := a.out.Write(append(line, '\n'))
 	return err
 }

@@ -16,6 +16,12 @@
 //   - Calls on one session are forwarded one at a time (callLoop, in
 //     agent.go): the next waits until the server has answered the previous.
 //     Every other method goes through at once.
+//   - A forwarded call the agent cancels (notifications/cancelled), or
+//     that the server has not answered within Config.CallTimeout (then
+//     the relay cancels it at the server and answers the agent with an
+//     error), ends for the relay: the server may never answer it, as MCP
+//     allows, and a late answer is dropped. It counts as answered: the
+//     next call is decided on a listing sent after the cancellation.
 //   - A listing (listing.go) is fresh while no forwarded call has been
 //     answered since it began and the server has not said its list changed;
 //     a notification can make a listing stale, never fresh. A call is
@@ -51,6 +57,19 @@
 // like a server's own elicitation/create: not exposed, it is not relayed,
 // and the request is denied with a receipt (response.not_exposed).
 //
+// # Answers that are not strict JSON
+//
+// What the relay passes on of a server's message, a result, an error's
+// data, a request's or notification's params, must be strict JSON (RFC
+// 7493: no member name twice at any depth, valid UTF-8, no lone
+// surrogates, nothing after the value); the SDK's decoder is not, so the
+// relay checks before anything else looks at the message. An answer that
+// fails is not relayed: the request is denied with a receipt
+// (response.malformed). A notification or request of the server that
+// fails is dropped with a log line, a request answered with an error. An
+// answer to the relay's own initialize or tools/list that fails is an
+// error like any other (pin.unavailable for the call waiting on it).
+//
 // # Protocol versions
 //
 // The relay speaks one protocol version to the server, negotiated by
@@ -67,7 +86,9 @@
 //
 // The agent's side is an AgentSide: one JSON-RPC message per frame. Run
 // reads newline-delimited messages (the MCP stdio transport) through
-// LineAgent; package proxy/httpserve gives each agent session over
+// LineAgent, which writes a raw CR or LF between the tokens of a message
+// (a server over HTTP may send them) as a space, the same whitespace to a
+// JSON parser, so that no message spans two lines; package proxy/httpserve gives each agent session over
 // streamable HTTP its own AgentSide and calls RunAgent. The relay is the
 // same for both.
 //

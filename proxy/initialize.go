@@ -43,7 +43,9 @@ func (r *Relay) initialize(ctx context.Context, f *frame) {
 		return
 	}
 	agentParams, _ := jsonobj.Parse(f.params) // nil if absent or not strict JSON
-	resp, err := r.call(ctx, "initialize", r.serverInitParams(agentParams), 0)
+	ictx, stop := r.untilInputCloses(ctx)
+	resp, err := r.call(ictx, "initialize", r.serverInitParams(agentParams), r.cfg.ListTimeout)
+	stop()
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &we):
@@ -70,6 +72,28 @@ func (r *Relay) initialize(ctx context.Context, f *frame) {
 	requested, _ := jsonobj.String(agentParams.Get("protocolVersion"))
 	r.version.Store(agentVersion(requested))
 	r.replyResult(f.id, r.agentInitResult(result, agentVersion(requested)))
+}
+
+// errInputClosed ends the wait for the server's answer to initialize when
+// the agent's input ends (see InputCloser).
+var errInputClosed = errors.New("the agent closed its input")
+
+// untilInputCloses returns ctx, cancelled with errInputClosed when the
+// agent's side says its input ended, and the function that releases it.
+func (r *Relay) untilInputCloses(ctx context.Context) (context.Context, func()) {
+	ic, ok := r.agent.(InputCloser)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-ic.InputClosed():
+			cancel(errInputClosed)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // refuseSession answers the agent's initialize with err and stops the

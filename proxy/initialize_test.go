@@ -75,3 +75,37 @@ func TestInitializeServerVersionUnknown(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+// TestInitializeUnanswered: a server that never answers initialize gets
+// the agent an error once Config.ListTimeout has passed, not silence, and
+// the relay returns when the agent closes its input.
+func TestInitializeUnanswered(t *testing.T) {
+	s := startBare(t, Config{ListTimeout: 100 * time.Millisecond})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	s.srv.expect("initialize")
+	line := s.recv()
+	if !strings.Contains(line, `"id":1`) || !strings.Contains(line, `"error"`) || !strings.Contains(line, "did not answer initialize") {
+		t.Fatalf("initialize = %s, want an error saying the server did not answer", line)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInitializeUnansweredInputClosed: when the agent closes its input
+// while the server has not answered initialize, the relay does not wait
+// for the server (Config.ListTimeout is its default 30 s here): the agent
+// gets an error and Run returns.
+func TestInitializeUnansweredInputClosed(t *testing.T) {
+	s := startBare(t, Config{})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	s.srv.expect("initialize")
+	s.in.Close()
+	line := s.recv()
+	if !strings.Contains(line, `"id":1`) || !strings.Contains(line, `"error"`) || !strings.Contains(line, "closed its input") {
+		t.Errorf("initialize = %s, want an error saying the agent closed its input", line)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+}

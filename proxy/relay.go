@@ -39,8 +39,13 @@ type Recorder interface {
 	Record(Event) (id string, err error)
 }
 
-// DefaultListTimeout bounds each page of the relay's own tools/list.
+// DefaultListTimeout bounds each of the relay's own requests to the
+// server: its initialize, each page of its tools/list.
 const DefaultListTimeout = 30 * time.Second
+
+// DefaultCallTimeout bounds how long a forwarded tools/call waits for the
+// server's answer; see Config.CallTimeout.
+const DefaultCallTimeout = 2 * time.Minute
 
 // Config is what a Relay needs.
 type Config struct {
@@ -50,10 +55,17 @@ type Config struct {
 	Recorder Recorder
 	Logger   *slog.Logger // diagnostics, normally to stderr
 	MaxFrame int          // largest agent line; 0 means DefaultMaxFrame
-	// ListTimeout bounds each page of the relay's own tools/list; a call
-	// whose pin cannot be checked in time is denied (pin.unavailable).
-	// 0 means DefaultListTimeout.
+	// ListTimeout bounds each of the relay's own requests to the server:
+	// each page of its tools/list (a call whose pin cannot be checked in
+	// time is denied, pin.unavailable) and its initialize (the agent's
+	// initialize then gets an error). 0 means DefaultListTimeout.
 	ListTimeout time.Duration
+	// CallTimeout bounds how long a forwarded tools/call waits for the
+	// server's answer: then the relay cancels it at the server (the
+	// agent's SDK may have given up without notifications/cancelled) and
+	// answers the agent with an error, and the next call goes on, after
+	// a listing of its own. 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Tracer, if set, traces every agent request (see trace.go); nil
 	// means no tracing, at no cost.
 	Tracer trace.Tracer
@@ -118,7 +130,7 @@ type pending struct {
 	// _meta.progressToken, "" if none: the server's progress
 	// notifications carrying it relate to this request.
 	progress string
-	done     chan *jsonrpc.Response // the relay's own requests only
+	done     chan ownAnswer // the relay's own requests only
 	// answered is closed when a forwarded tools/call is answered (or can
 	// no longer be): callLoop waits for it before the next call.
 	answered chan struct{}
@@ -127,6 +139,14 @@ type pending struct {
 	// its read is when the agent's request was read.
 	evidence denial
 	trace    *reqTrace // the agent's request's spans; nil if not traced
+}
+
+// ownAnswer is the server's answer to one of the relay's own requests:
+// malformed if it is not strict JSON (see strictAnswer), and then not to be
+// read.
+type ownAnswer struct {
+	resp      *jsonrpc.Response
+	malformed bool
 }
 
 // openReq is one of the agent's requests that has not been answered:
@@ -144,6 +164,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 	}
 	if cfg.ListTimeout <= 0 {
 		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
@@ -170,7 +193,9 @@ func New(cfg Config, down mcp.Connection) *Relay {
 // goes away (Run answers every open request with an error and returns why),
 // or ctx is done.
 func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return r.RunAgent(ctx, LineAgent(in, out, r.cfg.MaxFrame))
+	a := newLineAgent(in, out, r.cfg.MaxFrame)
+	defer a.stop()
+	return r.RunAgent(ctx, a)
 }
 
 // RunAgent is Run with the agent on the given side of the session (see
@@ -295,7 +320,7 @@ func (r *Relay) whyNotSent() error {
 // call sends the relay's own request and waits for its response, at most
 // timeout (0: no limit but ctx's).
 func (r *Relay) call(ctx context.Context, method string, params []byte, timeout time.Duration) (*jsonrpc.Response, error) {
-	p := &pending{method: method, done: make(chan *jsonrpc.Response, 1)}
+	p := &pending{method: method, done: make(chan ownAnswer, 1)}
 	id, ok := r.send(ctx, p, method, params, false)
 	if !ok {
 		return nil, r.whyNotSent()
@@ -307,11 +332,14 @@ func (r *Relay) call(ctx context.Context, method string, params []byte, timeout 
 		expired = t.C
 	}
 	select {
-	case resp := <-p.done:
-		if resp == nil { // serverGone set why before it closed p.done
+	case a := <-p.done:
+		resp := a.resp
+		switch {
+		case resp == nil: // serverGone set why before it closed p.done
 			return nil, r.whyNotSent()
-		}
-		if resp.Error != nil {
+		case a.malformed:
+			return nil, fmt.Errorf("the bank server's answer to %s is not strict JSON (%s)", method, notStrict)
+		case resp.Error != nil:
 			return nil, fmt.Errorf("the bank server answered %s with an error: %w", method, resp.Error)
 		}
 		return resp, nil
@@ -320,7 +348,7 @@ func (r *Relay) call(ctx context.Context, method string, params []byte, timeout 
 		return nil, fmt.Errorf("the bank server did not answer %s within %v", method, timeout)
 	case <-ctx.Done():
 		r.forget(id)
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 }
 

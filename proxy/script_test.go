@@ -258,6 +258,7 @@ const okResult = `{"content":[{"type":"text","text":"42.00"}]}`
 type scriptBank struct {
 	srv    *scriptServer
 	others chan *jsonrpc.Request
+	notes  chan *jsonrpc.Request // the relay's notifications, the first 64
 
 	mu       sync.Mutex
 	balances string // get_balances's current definition
@@ -269,7 +270,7 @@ type scriptBank struct {
 
 // serveBank starts answering the relay's tools/list for the session.
 func (s *scriptSession) serveBank() *scriptBank {
-	b := &scriptBank{srv: s.srv, others: make(chan *jsonrpc.Request, 64), balances: scriptBalances}
+	b := &scriptBank{srv: s.srv, others: make(chan *jsonrpc.Request, 64), notes: make(chan *jsonrpc.Request, 64), balances: scriptBalances}
 	go b.run()
 	return b
 }
@@ -283,6 +284,12 @@ func (b *scriptBank) run() {
 			return
 		}
 		req, ok := m.(*jsonrpc.Request)
+		if ok && !req.ID.IsValid() {
+			select {
+			case b.notes <- req:
+			default: // a test that does not read them
+			}
+		}
 		if !ok || !req.ID.IsValid() {
 			continue
 		}
@@ -314,6 +321,23 @@ func (b *scriptBank) run() {
 		case b.srv.toRelay <- &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(result)}:
 		case <-b.srv.closed:
 			return
+		}
+	}
+}
+
+// expectNote returns the next notification the relay sent, which must
+// have method.
+func (b *scriptBank) expectNote(method string) *jsonrpc.Request {
+	b.srv.t.Helper()
+	for {
+		select {
+		case req := <-b.notes:
+			if req.Method == method {
+				return req
+			}
+		case <-time.After(10 * time.Second):
+			b.srv.t.Fatalf("the relay sent the server no %s within 10s", method)
+			return nil
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,14 +45,21 @@ func (r *Relay) handleResponse(m *jsonrpc.Response) {
 			r.mu.Unlock()
 		}()
 	}
+	strict := strictAnswer(m)
 	if p.done != nil {
-		p.done <- m
+		p.done <- ownAnswer{resp: m, malformed: !strict}
 		return
 	}
 	p.trace.arrived(m)
 	defer p.trace.end() // once the answer is written
 	if p.answered != nil {
 		close(p.answered) // callLoop may list the server again right away
+	}
+	if !strict {
+		dn, what := answerDenial(p, "response.malformed")
+		dn.reason = what + " is not strict JSON (" + notStrict + "); it is not relayed"
+		r.denyTraced(p.trace, p.agentID, nil, &dn)
+		return
 	}
 	if dn := r.unexposedAnswer(p, m); dn != nil {
 		r.denyTraced(p.trace, p.agentID, nil, dn)
@@ -92,14 +100,10 @@ var inputRequestFeatures = map[string]string{
 // URL elicitation, or requests embedded in a result. Like a server's
 // elicitation/create, such an answer is not relayed unless exposed; unlike
 // it, it answers the agent's own request, so it leaves a receipt.
+// It is called only with an answer strictAnswer passed, so the parse of
+// its result is the strict one.
 func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
-	dn := p.evidence
-	dn.code = CodeDenied
-	dn.rule = "response.not_exposed"
-	what := fmt.Sprintf("the bank server's answer to %s", p.method)
-	if dn.tool != "" {
-		what = fmt.Sprintf("the bank server's answer to tools/call %q", truncate(dn.tool, 128))
-	}
+	dn, what := answerDenial(p, "response.not_exposed")
 	var we *jsonrpc.Error
 	if m.Error != nil && errors.As(m.Error, &we) && we.Code == CodeURLElicitationRequired {
 		if r.exposes("elicitation") {
@@ -113,7 +117,7 @@ func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
 	}
 	obj, err := jsonobj.Parse(m.Result)
 	if err != nil {
-		return nil // relayed as sent; the agent's own parser judges it
+		return nil // strict JSON but not an object: it embeds nothing
 	}
 	reqs := obj.Get("inputRequests")
 	if reqs == nil || string(reqs) == "null" {
@@ -139,9 +143,41 @@ func (r *Relay) unexposedAnswer(p *pending, m *jsonrpc.Response) *denial {
 	return nil
 }
 
+// answerDenial is the denial, under rule, of the server's answer to the
+// request p, and how a reason names that answer.
+func answerDenial(p *pending, rule string) (denial, string) {
+	dn := p.evidence
+	dn.code = CodeDenied
+	dn.rule = rule
+	if dn.tool != "" {
+		return dn, fmt.Sprintf("the bank server's answer to tools/call %q", truncate(dn.tool, 128))
+	}
+	return dn, fmt.Sprintf("the bank server's answer to %s", p.method)
+}
+
+// notStrict says what strict JSON excludes, for reasons and logs.
+const notStrict = "a member name twice, invalid UTF-8, a lone surrogate or data after the value"
+
+// strictAnswer reports whether what the relay would pass on of the
+// server's answer m, its result or its error's data, is strict JSON: one
+// value under RFC 7493 (I-JSON), at every depth. The SDK's decoder is
+// lenient (the last of two members wins, invalid UTF-8 is let through), so
+// this is the check every decision on an answer stands on. The error's
+// message reaches the agent re-encoded, so only its bytes are checked.
+func strictAnswer(m *jsonrpc.Response) bool {
+	if m.Error != nil {
+		var we *jsonrpc.Error
+		if !errors.As(m.Error, &we) {
+			return true // not from the wire: the relay's own
+		}
+		return utf8.ValidString(we.Message) && (we.Data == nil || jsontext.Value(we.Data).IsValid())
+	}
+	return m.Result == nil || jsontext.Value(m.Result).IsValid()
+}
+
 // mayEmbedRequests reports whether result may have an inputRequests
 // member: it spells the name, or has a \u escape that could spell it. Most
-// results are then not parsed at all.
+// results are then checked (strictAnswer) but not split into members.
 func mayEmbedRequests(result []byte) bool {
 	return bytes.Contains(result, []byte("inputRequests")) || bytes.Contains(result, []byte(`\u`))
 }
@@ -153,7 +189,17 @@ func mustObject(v []byte) jsonobj.Object {
 }
 
 // handleServerRequest handles a request or notification from the server.
+// One whose params are not strict JSON is dropped before anything else
+// (a request is answered with an error): nothing of it reaches the agent.
 func (r *Relay) handleServerRequest(ctx context.Context, m *jsonrpc.Request) {
+	if m.Params != nil && !jsontext.Value(m.Params).IsValid() {
+		r.log.Warn("dropped a server message that is not strict JSON", "method", truncate(m.Method, 128))
+		if m.ID.IsValid() {
+			r.down.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeParseError,
+				Message: "bankdoor: params are not strict JSON (" + notStrict + "); not relayed"}})
+		}
+		return
+	}
 	info, known := serverMethods[m.Method]
 	allowed := known && (info.route != routeFeature || r.exposes(info.feature))
 	switch {

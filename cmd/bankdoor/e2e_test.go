@@ -279,7 +279,7 @@ func testAttacks(t *testing.T, w *world) {
 	var results []attacks.Result
 	for _, v := range attacks.Variants(all) {
 		f := w.fixture(variantEnv(v)...)
-		s := start(t, w.proxy(f).Command(), nil)
+		s := start(t, w.proxy(f).Command(), &mcptest.Options{Client: attacks.AgentOptions()})
 		results = append(results, attacks.Run(ctx, attacks.Target{Session: s, State: f.State, Receipts: w.receipts}, attacks.ForVariant(all, v))...)
 		if v == "rugpull" {
 			checkListed(t, ctx, s, []string{"get_transactions", "list_accounts"})
@@ -347,7 +347,7 @@ func TestE2EControl(t *testing.T) {
 			continue
 		}
 		f := w.fixture(variantEnv(a.Variant)...)
-		s := start(t, f.Command(), nil)
+		s := start(t, f.Command(), &mcptest.Options{Client: attacks.AgentOptions()})
 		results = append(results, attacks.Control(ctx, attacks.Target{Session: s, State: f.State}, []attacks.Attack{a})...)
 		if err := s.Close(); err != nil {
 			t.Errorf("fixture after %s: %v", a.ID, err)

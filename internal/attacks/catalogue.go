@@ -344,11 +344,22 @@ func rugPullAttacks() []Attack {
 	}
 }
 
-// answerAttacks are answers of the bank that ask the user to act.
+// answerAttacks are answers of the bank that ask the user to act. The
+// embedded elicitations move money once the user approves (the fixture
+// sweeps on the retried call): straight to the fixture, an agent with
+// AgentOptions does.
 func answerAttacks() []Attack {
 	return []Attack{
 		{ID: "answer.url-elicitation", Description: "an allowed get_balances answered with -32042, a URL for the user to open (variant urlelicit); not relayed unless elicitation is exposed",
 			Variant: "urlelicit", Tool: "get_balances", Args: balancesArgs(), Rule: "response.not_exposed", Forwarded: true},
+		{ID: "answer.input-requests", Description: "an allowed get_balances answered with an embedded elicitation/create (inputRequests) asking to approve a sweep (variant inputrequests); not relayed unless elicitation is exposed",
+			Variant: "inputrequests", Tool: "get_balances", Args: balancesArgs(), Rule: "response.not_exposed", Forwarded: true, Unsafe: true},
+		{ID: "answer.input-requests-twice", Description: "the same answer with inputRequests twice, null first: a last-member-wins client reads the elicitation (variant inputtwice)",
+			Variant: "inputtwice", Tool: "get_balances", Args: balancesArgs(), Rule: "response.malformed", Forwarded: true, Unsafe: true},
+		{ID: "answer.input-requests-utf8", Description: "the same answer beside an invalid UTF-8 byte, which a lenient client reads past (variant inpututf8)",
+			Variant: "inpututf8", Tool: "get_balances", Args: balancesArgs(), Rule: "response.malformed", Forwarded: true, Unsafe: true},
+		{ID: "answer.input-requests-surrogate", Description: "the same answer beside a lone surrogate (\\ud800), which a lenient client reads past (variant inputsurrogate)",
+			Variant: "inputsurrogate", Tool: "get_balances", Args: balancesArgs(), Rule: "response.malformed", Forwarded: true, Unsafe: true},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 var knownRules = []string{
 	"frame.parse", "frame.too_large", "frame.invalid", "method.unknown", "method.not_exposed", "params.invalid",
 	"name.length", "name.charset", "server.unknown", "name.write_word", "tool.not_allowed",
-	"pin.missing", "pin.unlisted", "pin.mismatch", "pin.unavailable", "response.not_exposed",
+	"pin.missing", "pin.unlisted", "pin.mismatch", "pin.unavailable", "response.not_exposed", "response.malformed",
 	"args.too_large", "args.encoding", "args.duplicate", "args.not_object", "args.too_many", "args.nested",
 	"args.unknown", "args.type", "args.min_items", "args.max_items", "args.pattern", "args.min_length", "args.max_length", "args.min", "args.max",
 	"args.enum", "args.required",
@@ -38,7 +38,7 @@ func TestCatalogue(t *testing.T) {
 		if a.Description == "" {
 			t.Errorf("%s: no description", a.ID)
 		}
-		if !slices.Contains([]string{"", "rugpull", "renamed", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "arrays"}, a.Variant) {
+		if !slices.Contains([]string{"", "rugpull", "renamed", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "inputrequests", "inputtwice", "inpututf8", "inputsurrogate", "arrays"}, a.Variant) {
 			t.Errorf("%s: variant %q", a.ID, a.Variant)
 		}
 		if a.Raw() && a.Tool != "" || a.Raw() && a.Args != nil {
@@ -51,7 +51,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("%s: frame has a newline byte", a.ID)
 		}
 	}
-	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "arrays"}) {
+	if got := Variants(all); !slices.Equal(got, []string{"", "renamed", "rugpull", "silentchange", "listchange", "pagechange", "memberchange", "urlelicit", "inputrequests", "inputtwice", "inpututf8", "inputsurrogate", "arrays"}) {
 		t.Errorf("Variants = %q", got)
 	}
 }

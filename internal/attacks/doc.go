@@ -10,7 +10,9 @@
 // JSON-RPC frames and methods; a definition changed in the middle of a
 // session (before answering a call, with and without notifying, between
 // the pages of a listing) or only in members schema_sha256 leaves out;
-// an answer that asks the user to act (a -32042 URL elicitation); frames
+// an answer that asks the user to act (a -32042 URL elicitation, an
+// embedded elicitation/create, plain or beside a duplicate member, invalid
+// UTF-8 or a lone surrogate that a lenient client reads past); frames
 // surrounded by Unicode spaces; and values a careless reason would copy
 // into the signed receipt. An attack may need warmup calls first (a rug
 // pull that follows an answer), and one may be Forwarded: allowed on

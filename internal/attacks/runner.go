@@ -293,3 +293,13 @@ func short(b []byte) string {
 	}
 	return fmt.Sprintf("%q", b)
 }
+
+// AgentOptions are the SDK client options of the agent the catalogue is
+// sent as, through the proxy and in control runs: its user approves
+// whatever an elicitation asks (action accept, approve true), so an answer
+// that asks the user to act does what it asks if it reaches them.
+func AgentOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}
+}

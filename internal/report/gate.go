@@ -67,7 +67,7 @@ func (b *Bench) Attacks(ctx context.Context) ([]AttackRow, error) {
 		as := attacks.ForVariant(all, v)
 		b.progress("attacks: %d through the proxy (fixture variant %q)", len(as), v)
 		f := b.fixture("attacks-"+orDefault(v), v)
-		s, err := mcptest.Start(ctx, b.proxy(f, b.AttackReceipts()).Command(), nil)
+		s, err := mcptest.Start(ctx, b.proxy(f, b.AttackReceipts()).Command(), &mcptest.Options{Client: attacks.AgentOptions()})
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func (b *Bench) Controls(ctx context.Context) ([]ControlRow, error) {
 		}
 		b.progress("control: %s straight to the fixture", a.ID)
 		f := b.fixture("control-"+a.ID, a.Variant)
-		s, err := mcptest.Start(ctx, f.Command(), nil)
+		s, err := mcptest.Start(ctx, f.Command(), &mcptest.Options{Client: attacks.AgentOptions()})
 		if err != nil {
 			return nil, err
 		}

@@ -64,8 +64,9 @@ func acceptsEvents(r *http.Request) bool {
 
 // answer writes, with status, what the relay sends wt: the answer alone as
 // application/json, or, from a related message on, a text/event-stream of
-// each message as it comes, which ends after the answer.
-func answer(w http.ResponseWriter, r *http.Request, ss *session, wt *waiter, status int) *httpError {
+// each message as it comes, which ends after the answer. aborted is true
+// if the POST went away before the answer.
+func answer(w http.ResponseWriter, r *http.Request, ss *session, wt *waiter, status int) (herr *httpError, aborted bool) {
 	streaming := false
 	for {
 		var m postMsg
@@ -76,18 +77,18 @@ func answer(w http.ResponseWriter, r *http.Request, ss *session, wt *waiter, sta
 			case m = <-wt.msgs:
 			default:
 				if streaming {
-					return nil
+					return nil, false
 				}
-				return ended(ss)
+				return ended(ss), false
 			}
 		case <-r.Context().Done():
-			return nil
+			return nil, true
 		}
 		if m.answer && !streaming {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			w.Write(m.msg)
-			return nil
+			return nil, false
 		}
 		if !streaming {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -97,7 +98,7 @@ func answer(w http.ResponseWriter, r *http.Request, ss *session, wt *waiter, sta
 		}
 		writeEvent(w, m.msg)
 		if m.answer {
-			return nil
+			return nil, false
 		}
 	}
 }

@@ -98,9 +98,11 @@
 // past that the relay waits for the POST to take them (over stdio it
 // would wait for the agent to read them). Streams are not resumable: no
 // event has an id, so there is no priming event and no Last-Event-ID
-// replay. A POST that disconnects does not cancel its request (the agent
-// sends notifications/cancelled for that); its answer, having no stream
-// to go to, is dropped, never sent on the GET stream.
+// replay. A POST that goes away before its answer cancels its request,
+// as if the agent had sent notifications/cancelled for it (the relay
+// forwards the cancellation and goes on with the session's next call);
+// an answer that comes anyway, having no stream to go to, is dropped,
+// never sent on the GET stream.
 //
 // GET opens the session's notification stream (text/event-stream; each
 // message one "message" event): the bank server's notifications and

@@ -328,7 +328,20 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ss *session, f inF
 	if !ss.send(f) {
 		return ended(ss)
 	}
-	return answer(w, r, ss, wt, status)
+	herr, aborted := answer(w, r, ss, wt, status)
+	if aborted && !strings.HasPrefix(f.key, nullPrefix) {
+		ss.send(inFrame{msg: cancelFrame(f.key)})
+	}
+	return herr
+}
+
+// cancelFrame is the notifications/cancelled the relay is handed for the
+// request of the raw id key whose POST went away before its answer, as
+// if the agent had sent it: a call the server never answers must not
+// hold up the session's next (the relay ends it; see package proxy).
+func cancelFrame(key string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + key +
+		`,"reason":"the client's HTTP request went away before its answer"}}`)
 }
 
 func ended(ss *session) *httpError {

@@ -122,7 +122,10 @@ func (s *session) toStream(msg []byte) {
 // nullKey returns a fresh key for a frame the relay answers with id null.
 // No JSON id has this form, so it never collides with a request's key, and
 // an answer that comes after its POST gave up never reaches another POST.
-func (s *session) nullKey() string { return "null#" + strconv.FormatUint(s.nulls.Add(1), 10) }
+func (s *session) nullKey() string { return nullPrefix + strconv.FormatUint(s.nulls.Add(1), 10) }
+
+// nullPrefix starts every key nullKey returns: no raw id starts so.
+const nullPrefix = "null#"
 
 // answerKey returns the id key of a response; ok is false for requests
 // and notifications.
