@@ -107,7 +107,6 @@ type Log struct {
 	opts     Options
 	logger   *slog.Logger
 	maxBatch int
-	keys     keyCache // Options.Agents's keys, decoded once
 
 	// closeMu orders Append's send on reqs before Close's close(reqs).
 	closeMu sync.RWMutex

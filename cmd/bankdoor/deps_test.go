@@ -76,3 +76,33 @@ func TestBinaryLinksNoHarness(t *testing.T) {
 		}
 	}
 }
+
+// TestOneEd25519: receipts, checkpoints and cosignatures are verified by
+// crypto/ed25519, the implementation auditors use, and by no second one
+// that could accept a signature it refuses (or refuse one it accepts).
+// A module outside the standard library with a package whose path names
+// the curve is a second implementation.
+func TestOneEd25519(t *testing.T) {
+	t.Parallel()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/bankdoor: %v", err)
+	}
+	var std bool
+	var bad []string
+	for line := range strings.Lines(string(out)) {
+		p, mod, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case p == "crypto/ed25519":
+			std = true
+		case strings.Contains(p, "25519") && mod != "" && !slices.Contains(bad, mod):
+			bad = append(bad, mod)
+		}
+	}
+	if len(bad) != 0 {
+		t.Errorf("bankdoor links %q beside crypto/ed25519; verify with crypto/ed25519 only", bad)
+	}
+	if !std { // the check sees crypto/ed25519 where it is
+		t.Error("go list -deps ./cmd/bankdoor shows no crypto/ed25519")
+	}
+}

@@ -72,18 +72,3 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkOpenKey is BenchmarkOpen with the key decoded once.
-func BenchmarkOpenKey(b *testing.B) {
-	file := exampleFiles(b)[0]
-	k, err := NewKey(testPub())
-	if err != nil {
-		b.Fatal(err)
-	}
-	key := func(*Receipt) (*Key, error) { return k, nil }
-	for b.Loop() {
-		if _, err := OpenKey(file, key); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
