@@ -36,19 +36,11 @@ func Parse(b []byte) (*Receipt, error) {
 
 // parse is Parse, and also returns where in b the sig member is: b[sig[0]:sig[1]]
 // is `,"sig":"…"` with its leading comma (sig is never the first member).
+// It checks that b is canonical JSON, then reads its members.
 func parse(b []byte) (r *Receipt, sig [2]int, err error) {
 	if len(b) > MaxSize {
 		return nil, sig, fmt.Errorf("receipt is %d bytes, over the %d-byte limit", len(b), MaxSize)
 	}
-	if r, sig, ok := scan(b); ok && r.check(true) == nil {
-		return r, sig, nil
-	}
-	return parseGeneral(b)
-}
-
-// parseGeneral is parse for any b of at most MaxSize bytes: it checks
-// that b is canonical JSON, then reads its members.
-func parseGeneral(b []byte) (r *Receipt, sig [2]int, err error) {
 	c, err := jcs.Canonicalize(b)
 	if err != nil {
 		return nil, sig, fmt.Errorf("receipt: %w", err)
