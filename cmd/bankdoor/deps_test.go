@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -104,5 +106,19 @@ func TestOneEd25519(t *testing.T) {
 	}
 	if !std { // the check sees crypto/ed25519 where it is
 		t.Error("go list -deps ./cmd/bankdoor shows no crypto/ed25519")
+	}
+}
+
+// TestCrossBuild: bankdoor builds for the laptops auditors verify on,
+// macOS and Windows on amd64 and arm64, not only where the tests run.
+func TestCrossBuild(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"} {
+		goos, goarch, _ := strings.Cut(target, "/")
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(t.TempDir(), "bankdoor"), ".")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=%s GOARCH=%s go build ./cmd/bankdoor: %v\n%s", goos, goarch, err, out)
+		}
 	}
 }
