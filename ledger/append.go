@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
@@ -134,13 +133,13 @@ func (l *Log) check(pos int, data []byte) (item, error) {
 			ErrInvalid, pos, len(data), receipt.MaxSize)
 	}
 	var seq uint64 // for the message if the signature fails
-	r, err := receipt.OpenKey(data, func(r *receipt.Receipt) (*receipt.Key, error) {
+	r, err := receipt.Open(data, func(r *receipt.Receipt) (ed25519.PublicKey, error) {
 		seq = r.Seq
 		pub, ok := l.opts.Agents.Lookup(r.KeyID)
 		if !ok {
 			return nil, fmt.Errorf("%w: receipt %d (seq %d, key_id %s)", ErrUnknownKey, pos, r.Seq, r.KeyID)
 		}
-		return l.keys.get(r.KeyID, pub)
+		return pub, nil
 	})
 	switch {
 	case errors.Is(err, ErrUnknownKey):
@@ -156,31 +155,6 @@ func (l *Log) check(pos int, data []byte) (item, error) {
 		data: data, pos: pos, keyID: r.KeyID, seq: r.Seq, prev: r.Prev,
 		leaf: leaf, sha: receipt.Hash(data),
 	}, nil
-}
-
-// keyCache holds each enrolled agent's key decoded once, by key_id, so
-// that no receipt pays for decoding its agent's public key. Every receipt
-// still asks Options.Agents for its key, so an agent that leaves Agents is
-// refused at once; a cached Key is used only while its bytes are the ones
-// Agents returns, and replaced when they change. It holds at most one Key
-// per key_id Agents has answered for. The zero keyCache is empty and ready.
-type keyCache struct {
-	m sync.Map // key_id -> *receipt.Key
-}
-
-// get returns pub, the key Agents gives for keyID, as a receipt.Key.
-func (c *keyCache) get(keyID string, pub ed25519.PublicKey) (*receipt.Key, error) {
-	if v, ok := c.m.Load(keyID); ok {
-		if k := v.(*receipt.Key); bytes.Equal(k.Public(), pub) {
-			return k, nil
-		}
-	}
-	k, err := receipt.NewKey(pub)
-	if err != nil {
-		return nil, err
-	}
-	c.m.Store(keyID, k)
-	return k, nil
 }
 
 // chainError explains why it does not follow head (found says whether the

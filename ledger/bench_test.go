@@ -100,16 +100,14 @@ func TestMain(m *testing.M) {
 }
 
 // BenchmarkAppend measures durable appends per second from 64 concurrent
-// appenders, one receipt per Append call: group commit (default MaxBatch),
-// the same without lingering (NoLinger), and one receipt per transaction
-// (MaxBatch 1), in one run.
+// appenders, one receipt per Append call: group commit (default MaxBatch)
+// and one receipt per transaction (MaxBatch 1), in one run.
 func BenchmarkAppend(b *testing.B) {
 	for _, mode := range []struct {
 		name     string
 		maxBatch int
-		noLinger bool
-	}{{"group-commit", 0, false}, {"group-commit-no-linger", 0, true}, {"tx-per-receipt", 1, false}} {
-		b.Run(mode.name, func(b *testing.B) { benchAppend(b, 64, mode.maxBatch, mode.noLinger) })
+	}{{"group-commit", 0}, {"tx-per-receipt", 1}} {
+		b.Run(mode.name, func(b *testing.B) { benchAppend(b, 64, mode.maxBatch) })
 	}
 }
 
@@ -121,7 +119,7 @@ func BenchmarkAppend(b *testing.B) {
 // servers would run it.
 func BenchmarkAppendBackends(b *testing.B) {
 	for _, be := range backends {
-		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0, false) })
+		b.Run(string(be)+"/group-commit", func(b *testing.B) { benchAppendOn(b, be, 64, 0) })
 		b.Run(string(be)+"/request-256", func(b *testing.B) { benchAppendRequest(b, be) })
 		b.Run(string(be)+"/checkpoint-latency", func(b *testing.B) { benchCheckpointLatency(b, be) })
 	}
@@ -176,16 +174,13 @@ func benchAppendRequest(b *testing.B, be backend) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "receipts/s")
 }
 
-func benchAppend(b *testing.B, appenders, maxBatch int, noLinger bool) {
-	benchAppendOn(b, onBolt, appenders, maxBatch, noLinger)
+func benchAppend(b *testing.B, appenders, maxBatch int) {
+	benchAppendOn(b, onBolt, appenders, maxBatch)
 }
 
-func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int, noLinger bool) {
+func benchAppendOn(b *testing.B, be backend, appenders, maxBatch int) {
 	agents := newAgents(appenders)
 	tl := openTestLogOn(b, be, maxBatch, agents...)
-	tl.Close() // every mode reopens, so that they differ only in the option
-	tl.opts.NoLinger = noLinger
-	tl.reopen(b)
 	benchAppendLogs(b, []*testLog{tl}, agents)
 }
 

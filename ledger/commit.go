@@ -3,8 +3,6 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -47,68 +45,24 @@ func (l *Log) commitLoop() {
 		var batch []*request
 		batch, next = l.collect(next)
 		l.commit(batch)
-		l.lingerNext = len(batch) >= 2 && l.linger && l.cpu.saturated()
 	}
 }
 
-// Lingering (see collect): the committer waits at most defaultLingerMax in
-// all for more requests, and gives up once none has come for
-// defaultLingerGap.
-const (
-	defaultLingerMax = 5 * time.Millisecond
-	defaultLingerGap = time.Millisecond
-)
-
 // collect returns first and the requests already waiting behind it, up to
-// maxBatch receipts in all, and the waiting request that did not fit.
-// When the CPUs were saturated during the previous batch's commit and it
-// held more than one request, once none is waiting it lingers for more,
-// for as long as they keep coming (each within defaultLingerGap of the
-// last) and at most defaultLingerMax: the CPUs are busy checking the appenders' receipts
-// anyway, and a bigger batch pays each commit's fixed CPU cost (the
-// transaction's page writes, a checkpoint signature, two fdatasyncs) for
-// more receipts. With CPUs to spare (a lone appender, or appenders waiting
-// on the disk) it never waits: that would only add latency.
+// maxBatch receipts in all, and the waiting request that did not fit. It
+// never waits for more: the requests that come while a batch commits
+// (its fsyncs) make the next batch.
 func (l *Log) collect(first *request) (batch []*request, next *request) {
 	batch = []*request{first}
 	n := len(first.items)
-	linger := l.lingerNext
-	var deadline time.Time
-	var gap *time.Timer
-	defer func() {
-		if gap != nil {
-			gap.Stop()
-		}
-	}()
 	for n < l.maxBatch {
 		var r *request
 		var ok bool
 		select {
 		case r, ok = <-l.reqs:
 		default:
-			if !linger {
-				return batch, nil
-			}
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(l.lingerMax)
-			}
-			wait := min(l.lingerGap, deadline.Sub(now))
-			if wait <= 0 {
-				return batch, nil
-			}
-			if gap == nil {
-				gap = time.NewTimer(wait)
-			} else {
-				gap.Reset(wait)
-			}
-			select {
-			case r, ok = <-l.reqs:
-			case <-gap.C:
-				return batch, nil
-			}
 		}
-		if !ok {
+		if !ok { // none waiting, or reqs is closed
 			return batch, nil
 		}
 		if n+len(r.items) > l.maxBatch {
@@ -448,28 +402,4 @@ func (b *batchState) head(s *batchState, keyID string) (Head, bool, error) {
 		return Head{}, false, fmt.Errorf("%w: read head of %s: %w", ErrStorage, keyID, err)
 	}
 	return Head(h), ok, nil
-}
-
-// cpuClock tells whether the process kept every CPU busy between two
-// calls of saturated, from its user and system time (getrusage(2)).
-type cpuClock struct {
-	wall time.Time
-	cpu  time.Duration
-}
-
-// saturatedShare is the share of GOMAXPROCS CPUs the process must have
-// used since the last call for saturated to say so.
-const saturatedShare = 0.9
-
-func (c *cpuClock) saturated() bool {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return false
-	}
-	now := time.Now()
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	wall, used := now.Sub(c.wall), cpu-c.cpu
-	first := c.wall.IsZero()
-	c.wall, c.cpu = now, cpu
-	return !first && wall > 0 && float64(used) >= saturatedShare*float64(wall)*float64(runtime.GOMAXPROCS(0))
 }

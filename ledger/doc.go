@@ -78,15 +78,10 @@
 // refused request does not affect the others in its group. Append returns
 // only once its receipts and a checkpoint covering them are durable.
 //
-// Each commit has a fixed cost in CPU (its page writes, the checkpoint's
-// signature, two fdatasyncs), which many concurrent appenders sending one
-// receipt each would pay every few receipts. So when the process kept
-// every CPU busy during the previous commit (getrusage(2)), and that
-// commit held more than one request, the committer lingers for more once
-// none is waiting: as long as requests keep coming, each within 1 ms of
-// the last, and 5 ms at most. With CPUs to spare (a lone appender, or
-// appenders waiting on the disk) it commits what is queued at once, as
-// with Options.NoLinger. Stats reports the batches.
+// The committer never waits for more requests: a batch is what is queued
+// when the previous commit ends, so the requests that come during a
+// commit's fsyncs share the next one, and a lone appender is never
+// delayed. Stats reports the batches.
 //
 // # Storage
 //

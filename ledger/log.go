@@ -58,14 +58,10 @@ type Agents interface {
 
 // Options configure a Log.
 type Options struct {
-	Origin   string      // checkpoint origin line; must match Signer's name
-	Signer   note.Signer // signs checkpoints (Ed25519 note key)
-	Agents   Agents      // enrolled agents; Append refuses others
-	MaxBatch int         // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
-	// NoLinger makes the committer commit what is queued at once, never
-	// lingering for more requests when the CPUs are saturated (see the
-	// package doc); for measurements that compare the two.
-	NoLinger bool
+	Origin   string       // checkpoint origin line; must match Signer's name
+	Signer   note.Signer  // signs checkpoints (Ed25519 note key)
+	Agents   Agents       // enrolled agents; Append refuses others
+	MaxBatch int          // receipts per group commit; 0 means DefaultMaxBatch. Also the largest Append request.
 	Logger   *slog.Logger // commit failures are logged here; nil discards
 	// OnCommit, if set, is called by the committer after each commit that
 	// added receipts, once they are durable and the checkpoint covering
@@ -107,7 +103,6 @@ type Log struct {
 	opts     Options
 	logger   *slog.Logger
 	maxBatch int
-	keys     keyCache // Options.Agents's keys, decoded once
 
 	// closeMu orders Append's send on reqs before Close's close(reqs).
 	closeMu sync.RWMutex
@@ -124,15 +119,11 @@ type Log struct {
 	stopped  bool          // set by Close once the last checkpoint is published
 
 	// Owned by the committer goroutine after Open.
-	rng                  *compact.Range
-	size                 uint64
-	linger               bool // Options.NoLinger unset
-	lingerNext           bool // see collect
-	lingerMax, lingerGap time.Duration
-	cpu                  cpuClock     // for lingerNext
-	index                *leafIndexer // its pending leaves are shared with readers
-	indexLag             int
-	refreshErr           string // refresh's last failure, "" once it works
+	rng        *compact.Range
+	size       uint64
+	index      *leafIndexer // its pending leaves are shared with readers
+	indexLag   int
+	refreshErr string // refresh's last failure, "" once it works
 
 	stats commitStats
 }
@@ -262,7 +253,6 @@ func open(s store.Store, path string, opts Options, indexLag int) (*Log, error) 
 		opts:     opts,
 		logger:   opts.Logger,
 		maxBatch: opts.MaxBatch,
-		linger:   !opts.NoLinger, lingerMax: defaultLingerMax, lingerGap: defaultLingerGap,
 		reqs:     make(chan *request, 256),
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),

@@ -24,6 +24,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
 )
@@ -59,8 +60,7 @@ func (e *MissingError) Error() string {
 // wrapping one of cosignature's Err values when the checkpoint does not
 // satisfy pol; an *Error when a receipt, proof or the bundle is wrong.
 func VerifyAnchored(dir string, pub ed25519.PublicKey, opts Options, pol cosignature.Trust, checkpoint []byte) (*AnchoredReport, error) {
-	key, err := agentKey(pub)
-	if err != nil {
+	if err := checkKey(pub); err != nil {
 		return nil, err
 	}
 	cp, err := pol.Verify(checkpoint)
@@ -71,19 +71,19 @@ func VerifyAnchored(dir string, pub ed25519.PublicKey, opts Options, pol cosigna
 		return nil, &Error{Reason: fmt.Sprintf("the checkpoint has a %d-byte root hash, want %d", len(cp.Hash), rfc6962.DefaultHasher.Size())}
 	}
 	if bundle.IsBundle(dir) {
-		return verifyBundle(dir, key, opts, pol, cp)
+		return verifyBundle(dir, pub, opts, pol, cp)
 	}
-	return verifyPlain(dir, key, opts, cp)
+	return verifyPlain(dir, pub, opts, cp)
 }
 
 // verifyPlain checks a receipts directory whose log holds nothing else.
-func verifyPlain(dir string, key *receipt.Key, opts Options, cp *cosignature.Verified) (*AnchoredReport, error) {
+func verifyPlain(dir string, key ed25519.PublicKey, opts Options, cp *cosignature.Verified) (*AnchoredReport, error) {
 	names, err := receiptFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	if missing := absent(names, cp.Size); len(missing) > 0 {
-		return nil, &MissingError{Dir: dir, KeyID: key.KeyID(), Seqs: missing, Origin: cp.Origin, Size: cp.Size,
+		return nil, &MissingError{Dir: dir, KeyID: agentkey.KeyID(key), Seqs: missing, Origin: cp.Origin, Size: cp.Size,
 			Proof: "a log of this agent's receipts only, such as the embedded ledger, holds seq 1 to its size"}
 	}
 	if len(names) == 0 {

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 	"github.com/bankdoor/bankdoor/verifier/bundle"
 )
@@ -44,7 +46,7 @@ import (
 // first entry is an agent receipt later than every other: the last one.
 // What the checkpoint does not cover (receipts after its size) no bundle
 // can prove; export again after the next cosigned checkpoint.
-func verifyBundle(dir string, key *receipt.Key, opts Options, pol cosignature.Trust, cp *cosignature.Verified) (*AnchoredReport, error) {
+func verifyBundle(dir string, key ed25519.PublicKey, opts Options, pol cosignature.Trust, cp *cosignature.Verified) (*AnchoredReport, error) {
 	b, err := bundle.Read(dir)
 	if err != nil {
 		return nil, &Error{Reason: err.Error()}
@@ -86,8 +88,8 @@ func verifyBundle(dir string, key *receipt.Key, opts Options, pol cosignature.Tr
 }
 
 // sameTree checks the bundle is for pub and for cp's tree.
-func sameTree(b *bundle.Bundle, key *receipt.Key, pol cosignature.Trust, cp *cosignature.Verified) error {
-	if id := key.KeyID(); b.KeyID != id {
+func sameTree(b *bundle.Bundle, key ed25519.PublicKey, pol cosignature.Trust, cp *cosignature.Verified) error {
+	if id := agentkey.KeyID(key); b.KeyID != id {
 		return &Error{bundle.ManifestFile, fmt.Sprintf("is for key_id %s, not the public key's %s", b.KeyID, id)}
 	}
 	bcp, err := pol.VerifyLog(b.Checkpoint)
@@ -107,7 +109,7 @@ func sameTree(b *bundle.Bundle, key *receipt.Key, pol cosignature.Trust, cp *cos
 // checkTail does step 2. It returns the head the tail proves and the
 // highest seq of the agent's receipts in the tail: the head's, unless the
 // tail holds later ones.
-func checkTail(b *bundle.Bundle, key *receipt.Key, root []byte) (bundle.Head, uint64, error) {
+func checkTail(b *bundle.Bundle, key ed25519.PublicKey, root []byte) (bundle.Head, uint64, error) {
 	leaves := make([][]byte, len(b.Tail))
 	for i, e := range b.Tail {
 		leaves[i] = rfc6962.DefaultHasher.HashLeaf(e)

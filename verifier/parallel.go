@@ -1,12 +1,14 @@
 package verifier
 
 import (
+	"crypto/ed25519"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
 )
 
@@ -37,7 +39,7 @@ const (
 // position in names and its leaf hash; its error counts as that file's.
 // The error returned is the one of the first file in seq order that
 // fails, as VerifyDir's would be; nothing past it changes the result.
-func verifyFiles(dir string, names []string, key *receipt.Key, opts Options, leaves bool, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
+func verifyFiles(dir string, names []string, key ed25519.PublicKey, opts Options, leaves bool, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
 	return pipeline{window, block}.run(dir, names, key, opts, leaves, check)
 }
 
@@ -49,11 +51,11 @@ type opened struct {
 }
 
 // run is verifyFiles with p's window and block.
-func (p pipeline) run(dir string, names []string, key *receipt.Key, opts Options, leaves bool, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
+func (p pipeline) run(dir string, names []string, key ed25519.PublicKey, opts Options, leaves bool, check func(i int, leaf []byte) error) (*Report, [][]byte, error) {
 	d := openDir(dir)
 	defer d.close()
 	w := &work{dir: d, names: names, check: check, block: p.block,
-		chain: &chain{key: key, opts: opts, rep: &Report{Dir: dir, KeyID: key.KeyID(), FirstSeq: 1, Receipts: make([]Checked, 0, len(names))}}}
+		chain: &chain{key: key, opts: opts, rep: &Report{Dir: dir, KeyID: agentkey.KeyID(key), FirstSeq: 1, Receipts: make([]Checked, 0, len(names))}}}
 	if leaves {
 		w.leaves = make([][]byte, len(names))
 	}

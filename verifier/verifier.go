@@ -12,8 +12,7 @@
 //     DIR/AGENT, unless they are named like a receipt);
 //   - every receipt parses strictly, in RFC 8785 canonical form;
 //   - every receipt's key_id is the --pub key's and its signature verifies
-//     (exactly the signatures crypto/ed25519.Verify accepts; the key is
-//     decoded once for all receipts, see receipt.OpenKey);
+//     (exactly the signatures crypto/ed25519.Verify accepts);
 //   - the file name is the receipt's seq;
 //   - the seqs are 1, 2, 3, ... with none missing;
 //   - each prev is the SHA-256 of the previous file (64 zeros for seq 1);
@@ -87,8 +86,7 @@ func (e *Error) Error() string {
 // that fails verification, or has no receipts, gives an *Error; other
 // errors (an unreadable directory or file) are returned as they are.
 func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error) {
-	key, err := agentKey(pub)
-	if err != nil {
+	if err := checkKey(pub); err != nil {
 		return nil, err
 	}
 	if p := opts.PolicySHA256; p != "" && (len(p) != 64 || strings.Trim(p, "0123456789abcdef") != "") {
@@ -101,16 +99,16 @@ func VerifyDir(dir string, pub ed25519.PublicKey, opts Options) (*Report, error)
 	if len(names) == 0 {
 		return nil, &Error{Reason: "no receipts in " + dir}
 	}
-	rep, _, err := verifyFiles(dir, names, key, opts, false, nil)
+	rep, _, err := verifyFiles(dir, names, pub, opts, false, nil)
 	return rep, err
 }
 
-// agentKey decodes the agent's public key once for all its receipts.
-func agentKey(pub ed25519.PublicKey) (*receipt.Key, error) {
+// checkKey checks that pub is an Ed25519 public key.
+func checkKey(pub ed25519.PublicKey) error {
 	if len(pub) != ed25519.PublicKeySize {
-		return nil, errors.New("verify receipts: the public key is not an Ed25519 public key")
+		return errors.New("verify receipts: the public key is not an Ed25519 public key")
 	}
-	return receipt.NewKey(pub)
+	return nil
 }
 
 // receiptFiles returns the receipt file names in dir in seq order. Any
@@ -179,7 +177,7 @@ func readDir(dir string) ([]os.DirEntry, error) {
 
 // chain is the state of a verification: what the next receipt must be.
 type chain struct {
-	key  *receipt.Key // the agent's, decoded once
+	key  ed25519.PublicKey // the agent's
 	opts Options
 	rep  *Report
 	last string // file name of the last receipt checked, "" if none
@@ -188,7 +186,7 @@ type chain struct {
 // parse parses b and checks its key_id and signature. It does not change
 // c, so calls may run in parallel.
 func (c *chain) parse(name string, b []byte) (*receipt.Receipt, error) {
-	r, err := receipt.OpenKey(b, func(r *receipt.Receipt) (*receipt.Key, error) {
+	r, err := receipt.Open(b, func(r *receipt.Receipt) (ed25519.PublicKey, error) {
 		if r.KeyID != c.rep.KeyID {
 			return nil, &Error{name, fmt.Sprintf("key_id %s is not the public key's key_id %s", r.KeyID, c.rep.KeyID)}
 		}

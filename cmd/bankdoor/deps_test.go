@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,6 +75,50 @@ func TestBinaryLinksNoHarness(t *testing.T) {
 			if !slices.Contains(bad, w) {
 				t.Errorf("harnessDeps(%s) = %q, want it to include %s", pkg, bad, w)
 			}
+		}
+	}
+}
+
+// TestOneEd25519: receipts, checkpoints and cosignatures are verified by
+// crypto/ed25519, the implementation auditors use, and by no second one
+// that could accept a signature it refuses (or refuse one it accepts).
+// A module outside the standard library with a package whose path names
+// the curve is a second implementation.
+func TestOneEd25519(t *testing.T) {
+	t.Parallel()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/bankdoor: %v", err)
+	}
+	var std bool
+	var bad []string
+	for line := range strings.Lines(string(out)) {
+		p, mod, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case p == "crypto/ed25519":
+			std = true
+		case strings.Contains(p, "25519") && mod != "" && !slices.Contains(bad, mod):
+			bad = append(bad, mod)
+		}
+	}
+	if len(bad) != 0 {
+		t.Errorf("bankdoor links %q beside crypto/ed25519; verify with crypto/ed25519 only", bad)
+	}
+	if !std { // the check sees crypto/ed25519 where it is
+		t.Error("go list -deps ./cmd/bankdoor shows no crypto/ed25519")
+	}
+}
+
+// TestCrossBuild: bankdoor builds for the laptops auditors verify on,
+// macOS and Windows on amd64 and arm64, not only where the tests run.
+func TestCrossBuild(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"} {
+		goos, goarch, _ := strings.Cut(target, "/")
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(t.TempDir(), "bankdoor"), ".")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=%s GOARCH=%s go build ./cmd/bankdoor: %v\n%s", goos, goarch, err, out)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"runtime"
@@ -27,8 +28,8 @@ const (
 // commit, 2 cores"). It measures:
 //
 //   - c, the CPU time per receipt of the checks every append must make
-//     and cannot share: receipt.OpenKey (strict parse, the agent's key
-//     decoded once, the Ed25519 signature) and the leaf hash, as the
+//     and cannot share: receipt.Open (strict parse, the key_id, the
+//     Ed25519 signature) and the leaf hash, as the
 //     ledger makes them, measured on one goroutine over
 //     n receipts of 64 agents (the fastest of five passes); these run on
 //     every core at once;
@@ -65,13 +66,11 @@ func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c, all 
 	if err != nil {
 		return m, 0, 0, 0, err
 	}
-	keys := map[string]*receipt.Key{} // decoded once, as the ledger keeps them
+	keys := map[string]ed25519.PublicKey{}
 	for _, a := range as {
-		if keys[a.KeyID], err = receipt.NewKey(a.Public()); err != nil {
-			return m, 0, 0, 0, err
-		}
+		keys[a.KeyID] = a.Public()
 	}
-	key := func(r *receipt.Receipt) (*receipt.Key, error) {
+	key := func(r *receipt.Receipt) (ed25519.PublicKey, error) {
 		if k, ok := keys[r.KeyID]; ok {
 			return k, nil
 		}
@@ -86,7 +85,7 @@ func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c, all 
 	for range boundPasses {
 		start := time.Now()
 		for _, r := range flat {
-			if _, err := receipt.OpenKey(r, key); err != nil {
+			if _, err := receipt.Open(r, key); err != nil {
 				return m, 0, 0, 0, err
 			}
 			rfc6962.DefaultHasher.HashLeaf(r)
@@ -132,7 +131,7 @@ func (lb *LedgerBench) Bound(ctx context.Context, n int) (m Measurement, c, all 
 // checksAllCores times the bound's checks over flat split among cores
 // goroutines at once, and returns the fastest pass's wall time per
 // receipt.
-func checksAllCores(flat [][]byte, key func(*receipt.Receipt) (*receipt.Key, error), cores int) (time.Duration, error) {
+func checksAllCores(flat [][]byte, key func(*receipt.Receipt) (ed25519.PublicKey, error), cores int) (time.Duration, error) {
 	var best time.Duration
 	for range boundPasses {
 		errs := make([]error, cores)
@@ -142,7 +141,7 @@ func checksAllCores(flat [][]byte, key func(*receipt.Receipt) (*receipt.Key, err
 			part := flat[i*len(flat)/cores : (i+1)*len(flat)/cores]
 			wg.Go(func() {
 				for _, r := range part {
-					if _, err := receipt.OpenKey(r, key); err != nil {
+					if _, err := receipt.Open(r, key); err != nil {
 						errs[i] = err
 						return
 					}

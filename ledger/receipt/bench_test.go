@@ -54,35 +54,12 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkParse measures parsing alone: parse (the scan fast path for a
-// receipt of printable ASCII) against parseGeneral (canonical-form check
-// and a JSON decoder), which it falls back to.
+// BenchmarkParse measures parsing alone: the canonical-form check and
+// the JSON decoder.
 func BenchmarkParse(b *testing.B) {
 	file := exampleFiles(b)[0]
-	for _, p := range []struct {
-		name string
-		fn   func([]byte) (*Receipt, [2]int, error)
-	}{{"scan", parse}, {"general", parseGeneral}} {
-		b.Run(p.name, func(b *testing.B) {
-			for b.Loop() {
-				if _, _, err := p.fn(file); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkOpenKey is BenchmarkOpen with the key decoded once.
-func BenchmarkOpenKey(b *testing.B) {
-	file := exampleFiles(b)[0]
-	k, err := NewKey(testPub())
-	if err != nil {
-		b.Fatal(err)
-	}
-	key := func(*Receipt) (*Key, error) { return k, nil }
 	for b.Loop() {
-		if _, err := OpenKey(file, key); err != nil {
+		if _, err := Parse(file); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,9 +14,6 @@
 // encoding and its hash is well defined. Because of that, the message a
 // signature covers is also the file itself less its `,"sig":"…"` member,
 // which is how Open checks it without encoding the receipt again.
-// [OpenKey] is Open with the agent key decoded once ([NewKey]) for
-// checking many receipts; it accepts exactly the signatures
-// crypto/ed25519.Verify accepts (package internal/edverify says how).
 //
 // # Receipt Format
 //
@@ -64,8 +61,12 @@
 //
 // The signature is pure Ed25519 (RFC 8032) by the agent's key over the
 // RFC 8785 form of the receipt object without its sig member: the file's
-// bytes with `"sig":"…",` taken out. The receipt hash is the SHA-256 of
-// the file's bytes, and is the prev of the receipt that follows.
+// bytes with `"sig":"…",` taken out. A signature is valid exactly when
+// Go's crypto/ed25519.Verify accepts it: the cofactorless equation, S
+// below the group order (so no one without the key makes a second valid
+// file of a receipt), R compared by its encoding. The receipt hash is the
+// SHA-256 of the file's bytes, and is the prev of the receipt that
+// follows.
 //
 // # Receipts Directory
 //

@@ -12,8 +12,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/bankdoor/bankdoor/internal/agentkey"
-	"github.com/bankdoor/bankdoor/internal/edverify"
 	"github.com/bankdoor/bankdoor/internal/jcs"
 )
 
@@ -38,19 +36,11 @@ func Parse(b []byte) (*Receipt, error) {
 
 // parse is Parse, and also returns where in b the sig member is: b[sig[0]:sig[1]]
 // is `,"sig":"…"` with its leading comma (sig is never the first member).
+// It checks that b is canonical JSON, then reads its members.
 func parse(b []byte) (r *Receipt, sig [2]int, err error) {
 	if len(b) > MaxSize {
 		return nil, sig, fmt.Errorf("receipt is %d bytes, over the %d-byte limit", len(b), MaxSize)
 	}
-	if r, sig, ok := scan(b); ok && r.check(true) == nil {
-		return r, sig, nil
-	}
-	return parseGeneral(b)
-}
-
-// parseGeneral is parse for any b of at most MaxSize bytes: it checks
-// that b is canonical JSON, then reads its members.
-func parseGeneral(b []byte) (r *Receipt, sig [2]int, err error) {
 	c, err := jcs.Canonicalize(b)
 	if err != nil {
 		return nil, sig, fmt.Errorf("receipt: %w", err)
@@ -79,8 +69,6 @@ func parseGeneral(b []byte) (r *Receipt, sig [2]int, err error) {
 // (FuzzOpen holds it to that), but checks the signature over b itself
 // less its sig member, which is the canonical JSON of the other members
 // because b is canonical, instead of encoding the receipt again.
-// Verifiers of many receipts (the ledger, bankdoor verify) use OpenKey,
-// which does the same with a key decoded once.
 func Open(b []byte, key func(*Receipt) (ed25519.PublicKey, error)) (*Receipt, error) {
 	r, sig, err := parse(b)
 	if err != nil {
@@ -94,54 +82,6 @@ func Open(b []byte, key func(*Receipt) (ed25519.PublicKey, error)) (*Receipt, er
 		return nil, err
 	}
 	if !ed25519.Verify(pub, signedPart(b, sig), r.Sig) {
-		return nil, r.sigError()
-	}
-	return r, nil
-}
-
-// A Key is an agent's public key made ready, once, for checking many
-// receipts with OpenKey: its Ed25519 point decoded and expanded (package
-// internal/edverify, which accepts exactly the signatures crypto/ed25519
-// accepts) and its key_id computed. A Key is safe for concurrent use.
-type Key struct {
-	v  *edverify.Key
-	id string
-}
-
-// NewKey returns pub as a Key. pub must be 32 bytes; 32 bytes that are not
-// a curve point give a Key that no signature verifies with, as
-// crypto/ed25519 verifies none with such a key.
-func NewKey(pub ed25519.PublicKey) (*Key, error) {
-	v, err := edverify.NewKey(pub)
-	if err != nil {
-		return nil, fmt.Errorf("verify receipt: not an Ed25519 public key: %w", err)
-	}
-	return &Key{v: v, id: agentkey.KeyID(pub)}, nil
-}
-
-// Public returns the key's 32 bytes; the caller must not change them.
-func (k *Key) Public() ed25519.PublicKey { return k.v.Public() }
-
-// KeyID returns the key_id receipts signed with the key carry.
-func (k *Key) KeyID() string { return k.id }
-
-// OpenKey is Open with a Key made once instead of a public key decoded
-// for each receipt: what key returns for a receipt must be a Key or an
-// error. It accepts exactly what Open accepts with the Key's public key
-// (FuzzOpenKey holds it to that), and fails in the same ways.
-func OpenKey(b []byte, key func(*Receipt) (*Key, error)) (*Receipt, error) {
-	r, sig, err := parse(b)
-	if err != nil {
-		return nil, err
-	}
-	k, err := key(r)
-	if err != nil {
-		return nil, err
-	}
-	if r.KeyID != k.id {
-		return nil, keyIDError(r.KeyID, k.id)
-	}
-	if !k.v.Verify(signedPart(b, sig), r.Sig) {
 		return nil, r.sigError()
 	}
 	return r, nil

@@ -187,13 +187,9 @@ func (r *Receipt) checkKey(pub ed25519.PublicKey) error {
 		return errors.New("verify receipt: not an Ed25519 public key")
 	}
 	if want := agentkey.KeyID(pub); r.KeyID != want {
-		return keyIDError(r.KeyID, want)
+		return fmt.Errorf("key_id %s does not match the public key's key_id %s", r.KeyID, want)
 	}
 	return nil
-}
-
-func keyIDError(got, want string) error {
-	return fmt.Errorf("key_id %s does not match the public key's key_id %s", got, want)
 }
 
 func (r *Receipt) sigError() error {

@@ -8,7 +8,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/bankdoor/bankdoor/ledger"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
 )
@@ -90,27 +89,14 @@ func BenchmarkGetInclusionProof(b *testing.B) {
 
 // BenchmarkAppendManyWriters: 256 agents each append their share of b.N
 // receipts, one per call, over the Connect protocol (binary) on HTTP/1.1,
-// one connection each, as internal/loadgen drives ledger serve, with the
-// committer lingering for more requests when the CPUs are saturated (the
-// default) and without (NoLinger), in one run.
+// one connection each, as internal/loadgen drives ledger serve.
 func BenchmarkAppendManyWriters(b *testing.B) {
-	for _, mode := range []struct {
-		name     string
-		noLinger bool
-	}{{"linger", false}, {"no-linger", true}} {
-		b.Run(mode.name, func(b *testing.B) {
-			benchManyWriters(b, func(o *ledger.Options) { o.NoLinger = mode.noLinger })
-		})
-	}
-}
-
-func benchManyWriters(b *testing.B, mod func(*ledger.Options)) {
 	const agents = 256
 	as := make([]*agent, agents)
 	for i := range as {
 		as[i] = newAgent(b)
 	}
-	l := newTestLedgerWith(b, nil, mod, as...)
+	l := newTestLedger(b, nil, as...)
 	chains := make([][][]byte, agents)
 	for i, a := range as {
 		chains[i] = a.Chain(b, (b.N+agents-1)/agents)

@@ -46,14 +46,7 @@ type testLedger struct {
 // none). With tlsServer, the server speaks HTTPS (HTTP/1.1 and HTTP/2).
 func newTestLedger(t testing.TB, auth *rpc.Auth, agents ...*agent) *testLedger {
 	t.Helper()
-	return newTestLedgerWith(t, auth, nil, agents...)
-}
-
-// newTestLedgerWith is newTestLedger with the log's options changed by
-// mod (nil: none).
-func newTestLedgerWith(t testing.TB, auth *rpc.Auth, mod func(*ledger.Options), agents ...*agent) *testLedger {
-	t.Helper()
-	l := openTestLedgerWith(t, mod, agents...)
+	l := openTestLedger(t, agents...)
 	l.srv = httptest.NewUnstartedServer(l.mux(auth))
 	var p http.Protocols
 	p.SetHTTP1(true)
@@ -67,11 +60,6 @@ func newTestLedgerWith(t testing.TB, auth *rpc.Auth, mod func(*ledger.Options), 
 // openTestLedger opens the log and its service without a server.
 func openTestLedger(t testing.TB, agents ...*agent) *testLedger {
 	t.Helper()
-	return openTestLedgerWith(t, nil, agents...)
-}
-
-func openTestLedgerWith(t testing.TB, mod func(*ledger.Options), agents ...*agent) *testLedger {
-	t.Helper()
 	dir := t.TempDir()
 	l := &testLedger{t: t, dir: dir, agents: filepath.Join(dir, "agents"), db: filepath.Join(dir, "ledger.db")}
 	if err := os.Mkdir(l.agents, 0o755); err != nil {
@@ -84,11 +72,7 @@ func openTestLedgerWith(t testing.TB, mod func(*ledger.Options), agents ...*agen
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := ledger.Options{Origin: testOrigin, Agents: dirAgents}
-	if mod != nil {
-		mod(&opts)
-	}
-	sl, err := scratchlog.Open(l.db, opts)
+	sl, err := scratchlog.Open(l.db, ledger.Options{Origin: testOrigin, Agents: dirAgents})
 	if err != nil {
 		t.Fatal(err)
 	}
