@@ -8,6 +8,8 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/bankdoor/bankdoor/internal/weakkey"
 )
 
 // Policy says whose signatures make a checkpoint trusted: the log's key, and
@@ -73,9 +75,14 @@ type heldKey struct {
 // witness's. where names the entry in the caller's terms ("line 2"); the
 // error of a later entry that wraps the same public key names it.
 func (s *KeySet) Add(vkey string, log bool, where string) error {
-	_, _, key, err := splitVKey(vkey)
+	_, typ, key, err := splitVKey(vkey)
 	if err != nil {
 		return fmt.Errorf("key %s: %v", ShortKey(vkey), err)
+	}
+	if typ == TypeEd25519 || typ == TypeEd25519Cosignature {
+		if err := weakkey.Check(key); err != nil {
+			return fmt.Errorf("key %s: %w", ShortKey(vkey), err)
+		}
 	}
 	prev, dup := s.held[string(key)]
 	if !dup {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/internal/testlog"
+	"github.com/bankdoor/bankdoor/internal/weakkey"
 )
 
 // withLines returns checkpoint followed by the cosignature lines.
@@ -212,5 +213,35 @@ func TestPolicyCountsALineOnce(t *testing.T) {
 	}
 	if _, err := p.Verify(withLines(cp, c0, f.cosign(t, cp, 1))); err != nil {
 		t.Errorf("the control, both witnesses: %v", err)
+	}
+}
+
+// TestNewPolicyRefusesSmallOrderKeys: a log or witness key of small order
+// (here the identity point) is one under which anyone signs anything
+// (package weakkey), so it is refused when read, in note and cosignature/v1
+// form.
+func TestNewPolicyRefusesSmallOrderKeys(t *testing.T) {
+	f := newFixture(t)
+	identity := append([]byte{1}, make([]byte, 31)...)
+	weakNote, err := note.NewEd25519VerifierKey("weak.test", identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weakCosig, err := fnote.VKeyToCosignatureV1(weakNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		log       string
+		witnesses []string
+	}{
+		{"log key", weakNote, nil},
+		{"witness note key", f.logVKey, []string{weakNote}},
+		{"witness cosignature/v1 key", f.logVKey, []string{f.wVKeys[0], weakCosig}},
+	} {
+		if _, err := cosignature.NewPolicy(c.log, c.witnesses, 0); !errors.Is(err, weakkey.ErrSmallOrder) {
+			t.Errorf("%s: NewPolicy = %v, want weakkey.ErrSmallOrder", c.name, err)
+		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 
 	"github.com/bankdoor/bankdoor/internal/atomicfile"
+	"github.com/bankdoor/bankdoor/internal/weakkey"
 )
 
 // File names inside a key directory.
@@ -134,6 +135,9 @@ func LoadPublic(path string) (ed25519.PublicKey, error) {
 	pub, ok := k.(ed25519.PublicKey)
 	if !ok {
 		return nil, fmt.Errorf("%s: holds a %T, want an Ed25519 public key", path, k)
+	}
+	if err := weakkey.Check(pub); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return pub, nil
 }

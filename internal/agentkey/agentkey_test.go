@@ -230,6 +230,8 @@ func TestLoadPublicRejects(t *testing.T) {
 	edPub, edPriv, _ := ed25519.GenerateKey(rand.Reader)
 	edDER, _ := x509.MarshalPKIXPublicKey(edPub)
 	privDER, _ := x509.MarshalPKCS8PrivateKey(edPriv)
+	// The identity point: every receipt "signed" under it verifies.
+	weakDER, _ := x509.MarshalPKIXPublicKey(ed25519.PublicKey(append([]byte{1}, make([]byte, 31)...)))
 	tests := []struct {
 		name, typ string
 		der       []byte
@@ -238,6 +240,7 @@ func TestLoadPublicRejects(t *testing.T) {
 		{"ecdsa", "PUBLIC KEY", ecDER, "want an Ed25519 public key"},
 		{"private key", "PRIVATE KEY", privDER, `want "PUBLIC KEY"`},
 		{"garbage", "PUBLIC KEY", []byte{1, 2, 3}, "not a SubjectPublicKeyInfo"},
+		{"small order", "PUBLIC KEY", weakDER, "a point of small order"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
