@@ -5,14 +5,17 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/proxy/policy"
@@ -111,6 +114,95 @@ func TestE2EInitStripe(t *testing.T) {
 	if code, lint := runBankdoor(t, t.TempDir(), "lint", "--policy", path); code != 0 || !strings.Contains(lint, path+": ok (policy stripe-readonly, ") {
 		t.Errorf("lint of the draft: exit status %d\n%s", code, lint)
 	}
+}
+
+// schemaCalls are calls to the schemas variant's tools (see
+// fixtures/bank-server) that the tool's own definition forbids, or that
+// write: straight to the bank each reaches it and, where moves is set,
+// moves money. rule is the deny through a proxy with init's draft.
+var schemaCalls = []struct {
+	tool, args string // args: JSON
+	rule       string
+	moves      bool
+}{
+	{"get_statement", `{"account_id":"../../../etc/passwd"}`, "tool.not_allowed", false},
+	{"get_history", `{"account_id":"acc_checking\rTRANSFER acc_checking acc_mallory 10000"}`, "args.pattern", true},
+	{"get_history", `{"account_id":"acc_checking\u2028TRANSFER acc_checking acc_mallory 10000"}`, "args.pattern", true},
+	{"wiretransfer", `{"from_account":"acc_checking","to_account":"acc_mallory","amount_cents":10000}`, "tool.not_allowed", true},
+	{"sendmoney", `{"from_account":"acc_checking","to_account":"acc_mallory","amount_cents":10000}`, "tool.not_allowed", true},
+	{"instantpayout", `{"from_account":"acc_checking","to_account":"acc_mallory","amount_cents":10000}`, "tool.not_allowed", true},
+	{"get_cash", `{"account_id":"acc_checking","amount_cents":10000}`, "tool.not_allowed", true},
+	{"unsplit_transaction", `{"account_id":"acc_checking","transaction_id":"acc_checking_t03"}`, "tool.not_allowed", false},
+}
+
+// TestE2EInitSchemas: init's draft for the schemas bank passes lint, and
+// a proxy with it in front of that bank forwards a read and denies each
+// of schemaCalls before the bank (its log does not grow, no money moves),
+// with receipts that verify. The control run sends the same calls
+// straight to the bank: each arrives as sent, and money moves.
+func TestE2EInitSchemas(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx := testContext(t, 2*time.Minute)
+	f := w.fixture(variantEnv("schemas")...)
+	_, out := initPolicy(t, f.Environ(), "--", f.Bin)
+	w.policy = filepath.Join(t.TempDir(), "init.yaml")
+	if err := os.WriteFile(w.policy, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.bankdoor(0, "lint", "--policy", w.policy)
+
+	s := start(t, w.proxy(f).Command(), nil)
+	read := &mcp.CallToolParams{Name: "get_history", Arguments: map[string]any{"account_id": "acc_checking"}}
+	if res, err := s.Client().CallTool(ctx, read); err != nil || res.IsError {
+		t.Fatalf("get_history of acc_checking through the proxy: %v %v\n%s", res, err, out)
+	}
+	for _, c := range schemaCalls {
+		before := mustReadState(t, f.State)
+		_, err := s.Client().CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
+		deniedWith(t, w, err, c.rule)
+		after := mustReadState(t, f.State)
+		if moved := mcptest.Moved(before.Accounts, after.Accounts); moved != 0 || len(after.Log) != len(before.Log) {
+			t.Errorf("%s %s through the proxy reached the bank: moved %d cents, log %v", c.tool, c.args, moved, after.Log[len(before.Log):])
+		}
+	}
+	if code, vout := w.verify(w.receipts, "--policy", w.policy); code != 0 {
+		t.Errorf("bankdoor verify: exit status %d\n%s", code, vout)
+	}
+
+	g := w.fixture(variantEnv("schemas")...)
+	direct := start(t, g.Command(), nil)
+	for _, c := range schemaCalls {
+		before := mustReadState(t, g.State)
+		res, err := direct.Client().CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
+		after := mustReadState(t, g.State)
+		moved := mcptest.Moved(before.Accounts, after.Accounts)
+		switch {
+		case err != nil || res.IsError:
+			t.Errorf("control: %s %s straight to the bank: %v %v", c.tool, c.args, res, err)
+		case len(after.Log) != len(before.Log)+1 || !loggedAs(after.Log[len(before.Log)], c.tool, c.args):
+			t.Errorf("control: %s %s did not reach the bank as sent: log %v", c.tool, c.args, after.Log[len(before.Log):])
+		case c.moves != (moved > 0):
+			t.Errorf("control: %s %s straight to the bank moved %d cents", c.tool, c.args, moved)
+		}
+	}
+}
+
+func mustReadState(t *testing.T, path string) *mcptest.State {
+	t.Helper()
+	st, err := mcptest.ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// loggedAs reports whether the bank's log entry e is a call of tool with
+// args, compared as JSON values.
+func loggedAs(e mcptest.LogEntry, tool, args string) bool {
+	var got, want any
+	return e.Tool != nil && *e.Tool == tool && json.Unmarshal(e.Arguments, &got) == nil &&
+		json.Unmarshal([]byte(args), &want) == nil && cmp.Equal(want, got)
 }
 
 // runBankdoorSplit runs the bankdoor binary with env and returns its exit
