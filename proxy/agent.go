@@ -119,7 +119,7 @@ func (r *Relay) handleFrame(ctx context.Context, raw []byte) {
 		return
 	case !jsontext.Value(f.raw).IsValid():
 		r.denyTraced(f.trace, orNull(f.id), raw, &denial{code: codeParseError, rule: "frame.parse", read: read,
-			reason: "message has invalid UTF-8 or a lone surrogate"})
+			reason: "message is not strict JSON (" + notStrict + ")"})
 		return
 	case info.route == routeFeature && !r.exposes(info.feature):
 		r.denyTraced(f.trace, f.id, raw, &denial{code: codeMethodNotFound, rule: "method.not_exposed", read: read,
@@ -539,8 +539,11 @@ func (r *Relay) parseToolsCall(f *frame) (gate.Call, *denial) {
 			return invalid(fmt.Sprintf("unknown member %q in tools/call params (known: name, arguments, _meta)", truncate(m.Name, 64)))
 		}
 	}
-	if meta := obj.Get("_meta"); meta != nil && !validMeta(meta) {
-		return invalid(`tools/call "_meta" must be an object of valid JSON whose progressToken, if any, is a string or an integer`)
+	if meta := obj.Get("_meta"); meta != nil {
+		if dn := metaDenial(meta); dn != nil {
+			dn.tool = call.Tool
+			return call, dn
+		}
 	}
 	if a := obj.Get("arguments"); a != nil {
 		call.Args = []byte(a)
@@ -548,14 +551,22 @@ func (r *Relay) parseToolsCall(f *frame) (gate.Call, *denial) {
 	return call, nil
 }
 
-// validMeta reports whether _meta is strict JSON with a usable progressToken.
-func validMeta(meta jsontext.Value) bool {
+// metaDenial returns why a tools/call's _meta is refused, or nil. The gate
+// reads only name and arguments, so _meta is where the rest of the frame
+// is held to strict JSON: one that is not gets frame.parse, as any other
+// method's frame does.
+func metaDenial(meta jsontext.Value) *denial {
 	obj, err := jsonobj.Parse(meta)
-	if err != nil {
-		return false
+	switch {
+	case errors.Is(err, jsonobj.ErrNotObject):
+		return &denial{code: codeInvalidParams, rule: "params.invalid", reason: `tools/call "_meta" must be an object`}
+	case err != nil:
+		return &denial{code: codeParseError, rule: "frame.parse", reason: `tools/call "_meta" is not strict JSON (` + notStrict + ")"}
 	}
-	tok := obj.Get("progressToken")
-	return tok == nil || validID(tok)
+	if tok := obj.Get("progressToken"); tok != nil && !validID(tok) {
+		return &denial{code: codeInvalidParams, rule: "params.invalid", reason: `tools/call "_meta" progressToken must be a string or an integer`}
+	}
+	return nil
 }
 
 // progressToken returns _meta.progressToken of a request's params, or

@@ -122,13 +122,21 @@ func (a *lineAgent) stop() { close(a.stopped) }
 
 func (a *lineAgent) InputClosed() <-chan struct{} { return a.closed }
 
-// WriteFrame writes msg on one line. The stdio transport forbids newlines
-// in a message; what the relay writes is strict JSON, whose strings escape
-// CR and LF, so a raw one can only be whitespace between tokens (a server
-// over HTTP may send such JSON) and becomes a space, which no parser reads
-// differently. Left as it is, it would split the line, and a value on a
-// line of its own would be read as a message of its own.
+// WriteFrame writes msg on one line (OneLine): the stdio transport forbids
+// newlines in a message.
 func (a *lineAgent) WriteFrame(msg []byte) error {
+	_, err := a.out.Write(append(OneLine(msg), '\n'))
+	return err
+}
+
+// OneLine returns a copy of msg, a message the relay writes, with each raw
+// CR and LF written as a space. What the relay writes is strict JSON,
+// whose strings escape CR and LF, so a raw one can only be whitespace
+// between tokens (a server over HTTP may send such JSON), and a space is
+// read no differently. Left as it is, it would end a line of a line-based
+// transport (stdio, an event stream), and a value on a line of its own
+// would be read as a message of its own.
+func OneLine(msg []byte) []byte {
 	line := make([]byte, 0, len(msg)+1)
 	for _, c := range msg {
 		if c == '\n' || c == '\r' {
@@ -136,6 +144,5 @@ func (a *lineAgent) WriteFrame(msg []byte) error {
 		}
 		line = append(line, c)
 	}
-	_, err := a.out.Write(append(line, '\n'))
-	return err
+	return line
 }

@@ -127,17 +127,20 @@ func isBlank(b []byte) bool {
 
 // ReadEnvelope reads msg the way the relay does: its id as raw JSON (nil
 // for a notification) and its method ("" for a response). It returns an
-// error saying why for a message the relay cannot read as one JSON-RPC
-// message (not JSON, not one object, a batch, a duplicate or unknown
-// member, a bad "jsonrpc" or id): the relay denies such a message with
-// frame.parse or frame.invalid and answers it with id null, the id
-// JSON-RPC 2.0 §5 gives the answer to a message whose id could not be
-// read. A server of agents (proxy/httpserve) uses it to know which of its
-// requests the relay's answer belongs to.
+// error saying why for any message the relay denies on reading it (not
+// JSON, not one object, a batch, a duplicate or unknown member, a bad
+// "jsonrpc", id, method or params, a request with a result), and then the
+// id the relay's answer carries: the message's own where it could be read,
+// else nil for id null, the id JSON-RPC 2.0 §5 gives the answer to a
+// message whose id could not be read. A server of agents (proxy/httpserve)
+// uses it to know which of its requests the relay's answer belongs to.
 func ReadEnvelope(msg []byte) (id jsontext.Value, method string, err error) {
 	f, dn := parseFrame(msg)
-	if f == nil {
-		return nil, "", errors.New(dn.reason)
+	if dn != nil {
+		if f != nil {
+			id = f.id
+		}
+		return id, "", errors.New(dn.reason)
 	}
 	return f.id, f.method, nil
 }

@@ -177,3 +177,38 @@ func TestFrameParseReasonHoldsNoValue(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsCallStrictMeta: a tools/call whose _meta is not strict JSON
+// below its top level is denied as every other method's frame is
+// (frame.parse), and the bank never sees it. Before, _meta was checked
+// only at its top level and the call was decided and forwarded.
+func TestToolsCallStrictMeta(t *testing.T) {
+	for name, meta := range map[string]string{
+		"nested-duplicate":    `{"progressToken":"p","x":{"a":1,"a":2}}`,
+		"top-duplicate":       `{"progressToken":"p","progressToken":"q"}`,
+		"nested-invalid-utf8": "{\"x\":[\"\xff\"]}",
+		"lone-surrogate":      `{"x":{"y":"\ud800"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := startScript(t, Config{})
+			bank := s.serveBank()
+			frame := `{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{"name":"get_balances","arguments":{"account":"acc_1"},"_meta":` + meta + `}}`
+			if jsontext.Value(frame).IsValid() {
+				t.Fatal("frame is strict JSON; the test is wrong")
+			}
+			s.send(frame)
+			got := s.recv()
+			if !strings.Contains(got, `"id":"1"`) || !strings.Contains(got, `"rule":"frame.parse"`) || !strings.Contains(got, `"code":-32700`) {
+				t.Fatalf("answer to a tools/call with _meta %s: %s, want a frame.parse denial", meta, got)
+			}
+			if ev, _ := s.rec.(*sliceRecorder).last(); ev.Rule != "frame.parse" || ev.Tool != "get_balances" {
+				t.Fatalf("receipt rule %q tool %q, want frame.parse for get_balances", ev.Rule, ev.Tool)
+			}
+			s.send(callBalances("2"))
+			call := bank.expectOther("tools/call")
+			if !strings.Contains(string(call.Params), `"acc_1"`) || strings.Contains(string(call.Params), `"_meta"`) {
+				t.Fatalf("the bank got %s, want the second call", call.Params)
+			}
+		})
+	}
+}

@@ -273,6 +273,8 @@ func frameAttacks() []Attack {
 			[]byte(`{"jsonrpc":"2.0","id":$ID,"method":"tools/list"} x`), "frame.parse", false),
 		rawAttack("frame.invalid-utf8", "invalid UTF-8 outside tool arguments (tools/list params)",
 			[]byte("{\"jsonrpc\":\"2.0\",\"id\":$ID,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\xff\"}}"), "frame.parse", false),
+		rawAttack("frame.meta-duplicate-nested", "a member name twice inside a tools/call's _meta, which the gate does not read",
+			callFrame(`{"name":"get_balances","arguments":{"account_id":"acc_checking"},"_meta":{"progressToken":"p","x":{"a":1,"a":2}}}`), "frame.parse", false),
 		rawAttack("frame.batch", "a JSON-RPC batch holding a transfer (the SDK server runs it)",
 			[]byte(`[{"jsonrpc":"2.0","id":$ID,"method":"tools/call","params":{"name":"transfer","arguments":`+transferJSON+`}}]`),
 			"frame.invalid", true),

@@ -2,12 +2,14 @@
 // their values, for protocol code that must relay bytes exactly as received
 // while looking at a few members.
 //
-// Parsing is strict by default (RFC 8259 with the I-JSON rules of RFC 7493:
-// no duplicate member names, valid UTF-8, no lone surrogates), done by
-// github.com/go-json-experiment/json/jsontext. Lenient lets a caller accept
-// invalid UTF-8 inside member values so that a later, more specific check
-// can name the problem. In lenient mode invalid UTF-8 in a member name is
-// replaced by U+FFFD, so such a name never equals a name the caller expects.
+// Parse is strict (RFC 8259 with the I-JSON rules of RFC 7493: no duplicate
+// member names, valid UTF-8, no lone surrogates) at every depth: the whole
+// value is checked once, by github.com/go-json-experiment/json/jsontext.
+// ParseLenient checks only the top level's member names for duplicates and
+// lets invalid UTF-8 and duplicate names inside member values through, so
+// that a later, more specific check of a value can name the problem. In
+// lenient mode invalid UTF-8 in a member name is replaced by U+FFFD, so
+// such a name never equals a name the caller expects.
 package jsonobj
 
 import (
@@ -31,20 +33,24 @@ type Object []Member
 // ErrNotObject is returned (wrapped) when the value is not a JSON object.
 var ErrNotObject = errors.New("not a JSON object")
 
-// DuplicateError reports a member name that appears twice.
+// DuplicateError reports a member name that appears twice at the top
+// level. Parse reports a duplicate below it as jsontext does, with a
+// *jsontext.SyntacticError wrapping jsontext.ErrDuplicateName.
 type DuplicateError struct{ Name string }
 
 func (e *DuplicateError) Error() string { return fmt.Sprintf("duplicate member %q", e.Name) }
 
-// Parse splits raw, which must be exactly one JSON object, into its members.
+// Parse splits raw, which must be exactly one strict JSON object, into its
+// members.
 func Parse(raw []byte) (Object, error) { return parse(raw, false) }
 
-// ParseLenient is Parse but lets invalid UTF-8 through inside member values.
+// ParseLenient is Parse but lets invalid UTF-8 and duplicate member names
+// through inside member values.
 func ParseLenient(raw []byte) (Object, error) { return parse(raw, true) }
 
 func parse(raw []byte, lenient bool) (Object, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw),
-		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(lenient))
+		jsontext.AllowDuplicateNames(lenient), jsontext.AllowInvalidUTF8(lenient))
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, err
@@ -56,14 +62,14 @@ func parse(raw []byte, lenient bool) (Object, error) {
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return nil, err
+			return nil, topDuplicate(err)
 		}
 		n := name.String() // before ReadValue, which voids the token
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		if obj.Has(n) {
+		if obj.Has(n) { // lenient only: jsontext found it otherwise
 			return nil, &DuplicateError{Name: n}
 		}
 		obj = append(obj, Member{Name: n, Value: bytes.Clone(v)})
@@ -75,6 +81,16 @@ func parse(raw []byte, lenient bool) (Object, error) {
 		return nil, errors.New("data after the JSON object")
 	}
 	return obj, nil
+}
+
+// topDuplicate turns jsontext's error for a repeated top-level name into
+// a DuplicateError, and returns any other error as it is.
+func topDuplicate(err error) error {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName && se.JSONPointer.Parent() == "" {
+		return &DuplicateError{Name: se.JSONPointer.LastToken()}
+	}
+	return err
 }
 
 // Get returns the raw value of the named member, or nil.

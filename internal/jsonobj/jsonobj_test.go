@@ -3,6 +3,8 @@ package jsonobj
 import (
 	"errors"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestParse(t *testing.T) {
@@ -22,7 +24,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
-	for _, in := range []string{``, `[]`, `"x"`, `{"a":1,"a":2}`, `{"a":1} {}`, `{"a":1`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`} {
+	for _, in := range []string{``, `[]`, `{"a":{"b":1,"b":2}}`, `{"a":[{"b":1,"b":2}]}`, "{\"a\":{\"b\":\"\xff\"}}", `{"a":["\udc00"]}`, `"x"`, `{"a":1,"a":2}`, `{"a":1} {}`, `{"a":1`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`} {
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%q) succeeded", in)
 		}
@@ -30,6 +32,9 @@ func TestParseRejects(t *testing.T) {
 	var dup *DuplicateError
 	if _, err := Parse([]byte(`{"a":1,"a":2}`)); !errors.As(err, &dup) || dup.Name != "a" {
 		t.Errorf("duplicate: err = %v", err)
+	}
+	if _, err := Parse([]byte(`{"b":{"a":1},"a~/":1,"a~/":2}`)); !errors.As(err, &dup) || dup.Name != "a~/" {
+		t.Errorf("duplicate after a nested same name: err = %v", err)
 	}
 	if _, err := Parse([]byte(`[1]`)); !errors.Is(err, ErrNotObject) {
 		t.Errorf("array: err = %v", err)
@@ -47,4 +52,25 @@ func TestParseLenient(t *testing.T) {
 	if _, err := ParseLenient([]byte(`{"a":1,"a":2}`)); err == nil {
 		t.Fatal("lenient parse accepted a duplicate name")
 	}
+	// Below the top level, ParseLenient leaves duplicates to the caller's
+	// more specific check, as it does invalid UTF-8.
+	if _, err := ParseLenient([]byte(`{"a":{"b":1,"b":2}}`)); err != nil {
+		t.Fatalf("lenient parse refused a nested duplicate: %v", err)
+	}
+}
+
+// FuzzParse checks that Parse accepts exactly the strict JSON objects:
+// what jsontext itself calls valid, at every depth.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, ` {"a":1} `, `{"a":{"b":1,"b":2}}`, `{"a":[{"b":"\ud800"}]}`, "{\"a\":\"\xff\"}", `{"a":1}{}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_, err := Parse(raw)
+		v := jsontext.Value(raw)
+		want := v.IsValid() && v.Kind() == '{'
+		if (err == nil) != want {
+			t.Fatalf("Parse(%q): err = %v, strict JSON object = %v", raw, err, want)
+		}
+	})
 }

@@ -1,11 +1,12 @@
 package httpserve
 
 import (
-	"bytes"
 	"fmt"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/bankdoor/bankdoor/proxy"
 )
 
 // This file is the answer to a POSTed request: its JSON-RPC answer as
@@ -103,9 +104,10 @@ func answer(w http.ResponseWriter, r *http.Request, ss *session, wt *waiter, sta
 	}
 }
 
-// writeEvent writes msg as one "message" event and flushes it. A raw
-// result may hold newlines; each line is its own data field.
+// writeEvent writes msg as one "message" event, its one data line, and
+// flushes it. An event stream ends a line at CR or LF, so a raw one in
+// msg is written as a space (proxy.OneLine).
 func writeEvent(w http.ResponseWriter, msg []byte) {
-	fmt.Fprintf(w, "event: message\ndata: %s\n\n", bytes.ReplaceAll(msg, []byte("\n"), []byte("\ndata: ")))
+	fmt.Fprintf(w, "event: message\ndata: %s\n\n", proxy.OneLine(msg))
 	flush(w)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,24 @@ func TestSessionRouting(t *testing.T) {
 	want = []string{string(progress(2)), string(progress(3)), `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`}
 	if fmt.Sprint(stream) != fmt.Sprint(want) {
 		t.Errorf("the GET stream got %q, want %q (no answer)", stream, want)
+	}
+}
+
+// TestEventRawLineEnds: a relayed message may hold raw CR or LF between
+// its tokens. A WHATWG event-stream client ends a line at CR, LF or CRLF,
+// so the data it reads must be the message, not a part of it.
+func TestEventRawLineEnds(t *testing.T) {
+	msg := "{\"jsonrpc\":\"2.0\",\"id\":1,\r\"result\":{\"content\":[],\r\n\"isError\":true}\n}"
+	w := httptest.NewRecorder()
+	writeEvent(w, []byte(msg))
+	var data []string
+	for _, line := range strings.FieldsFunc(w.Body.String(), func(r rune) bool { return r == '\r' || r == '\n' }) {
+		if v, ok := strings.CutPrefix(line, "data:"); ok {
+			data = append(data, strings.TrimPrefix(v, " "))
+		}
+	}
+	got := strings.Join(data, "\n")
+	if want := `{"jsonrpc":"2.0","id":1, "result":{"content":[],  "isError":true} }`; got != want {
+		t.Fatalf("a WHATWG client reads data %q, want %q", got, want)
 	}
 }

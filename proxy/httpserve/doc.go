@@ -64,9 +64,11 @@
 // FrameTooLargeError: its bytes past the limit are never read). The relay's
 // frame checks deny it with frame.parse, frame.invalid or frame.too_large
 // and write a receipt, as over stdio, and the refusal (400 or 413) carries
-// the relay's answer as its application/json body: a JSON-RPC error with id
-// null naming the rule and the receipt, which the transport spec allows in
-// a 400. Each such body gets its own key, and the relay answers every frame
+// the relay's answer as its application/json body: a JSON-RPC error naming
+// the rule and the receipt, with the body's id where the relay could read
+// it and else id null, which the transport spec allows in a 400. Such a
+// body never opens a session, an initialize included. Each body without a
+// readable id gets its own key, and the relay answers every frame
 // it cannot read before it reads the next, so each answer goes back on the
 // request that sent its body even when several are in flight. Without a
 // valid session the refusal is the text one, with a receipt

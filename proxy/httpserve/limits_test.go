@@ -314,3 +314,27 @@ func TestSessionMemory(t *testing.T) {
 		t.Errorf("a session with its stream open costs %d bytes of heap, want at most 256 KiB", per)
 	}
 }
+
+// TestDeniedInitializeOpensNoSession: an initialize the relay would deny
+// (here a request with a "result") opens no session. It is refused as any
+// unreadable body outside a session is, with a receipt, and it takes no
+// session slot: the agent's one open session is not evicted for it.
+func TestDeniedInitializeOpensNoSession(t *testing.T) {
+	rec := &memRecorder{}
+	ts, s, e := newLimitServer(t, Config{MaxSessions: 1, Recorder: func(string) (proxy.Recorder, error) { return rec, nil }})
+	sid := settled(t, ts, s, tokenA)
+	resp, body := do(t, ts, req{method: "POST", token: tokenA, ctype: "application/json",
+		body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"result":{}}`})
+	if got := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != 400 || got != "" || !strings.Contains(body, "bankdoor: "+RuleSessionMissing+": ") {
+		t.Fatalf("a denied initialize: %s, Mcp-Session-Id %q, %q; want 400 naming %s and no session", resp.Status, got, body, RuleSessionMissing)
+	}
+	if got := fmt.Sprint(rec.rules()); got != "[deny session.missing]" {
+		t.Errorf("receipts %s, want one session.missing", got)
+	}
+	if st := ping(t, ts, tokenA, sid); st != 200 {
+		t.Errorf("ping in the agent's session after the denied initialize: %d, want 200", st)
+	}
+	if n := e.count(); n != 2 {
+		t.Errorf("%d frames reached a relay, want the first initialize and the ping", n)
+	}
+}

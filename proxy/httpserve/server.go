@@ -268,7 +268,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 	}
 	id, method, err := proxy.ReadEnvelope(body)
 	if err != nil {
-		return s.unreadable(w, r, agent, inFrame{msg: body}, &httpError{http.StatusBadRequest,
+		return s.unreadable(w, r, agent, inFrame{msg: body, key: string(id)}, &httpError{http.StatusBadRequest,
 			"body is not one JSON-RPC message (one JSON-RPC 2.0 object; batches are not accepted): " + err.Error()})
 	}
 	var ss *session
@@ -297,8 +297,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, agent string) *htt
 // unreadable serves a body the relay cannot read as one message, or one
 // too large to read (f.err): within a valid session it goes to the relay
 // like a stdio line, and the relay denies it with a receipt and answers
-// with id null; that answer is the body of a refusal with herr's status
-// (the transport spec allows a JSON-RPC error without id in a 400). Without
+// with its id (f.key) or, where that could not be read, id null; that
+// answer is the body of a refusal with herr's status (the transport spec
+// allows a JSON-RPC error without id in a 400). Without
 // a valid session herr itself is the answer, and the refusal leaves a
 // receipt in the agent's chain as lookup's do (its args_sha256 is that of
 // the body read, empty for one too large).
@@ -314,7 +315,9 @@ func (s *Server) unreadable(w http.ResponseWriter, r *http.Request, agent string
 		return herr
 	}
 	defer ss.release()
-	f.key = ss.nullKey()
+	if f.key == "" {
+		f.key = ss.nullKey()
+	}
 	return s.call(w, r, ss, f, herr.status)
 }
 
