@@ -19,7 +19,8 @@
 // PostgreSQL refuses to run as root, so when the test runs as root the
 // directory is chowned to the postgres user (or nobody) and initdb,
 // pg_ctl and the server run as that user (os/exec's
-// SysProcAttr.Credential). pg_hba.conf lets the superuser postgres in
+// SysProcAttr.Credential); when that user cannot reach os.TempDir (a
+// private TMPDIR), the directory is made in its home directory instead. pg_hba.conf lets the superuser postgres in
 // without a password on the unix socket only, which is how pgtest itself
 // connects; TCP needs the password (SCRAM-SHA-256) of the role "bankdoor",
 // which owns every database [Server.NewDB] creates. fsync stays on: the
@@ -156,14 +157,24 @@ func newestBin() string {
 
 // init makes the directory and the cluster in it.
 func (s *Server) init() error {
-	dir, err := os.MkdirTemp("", "bankdoor-pgtest-")
+	home, err := s.asServerUser()
+	if err != nil {
+		return err
+	}
+	parent := os.TempDir()
+	if s.cred != nil && !othersReach(parent) {
+		// A private TMPDIR (mode 0700, as mktemp -d makes) keeps the
+		// server's user out; its own home is a place it reaches.
+		if home == "" || !othersReach(filepath.Dir(home)) {
+			return fmt.Errorf("pgtest: the server runs as uid %d, which cannot reach %s (TMPDIR) and has no home directory to use instead", s.cred.Uid, parent)
+		}
+		parent = home
+	}
+	dir, err := os.MkdirTemp(parent, "bankdoor-pgtest-")
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	s.dir = dir
-	if err := s.asServerUser(); err != nil {
-		return err
-	}
 	if err := os.Mkdir(s.path("run"), 0o700); err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
@@ -183,10 +194,10 @@ func (s *Server) init() error {
 }
 
 // asServerUser picks the user the server runs as: this one, or, as root,
-// postgres or nobody.
-func (s *Server) asServerUser() error {
+// postgres or nobody; it returns that user's home directory if it has one.
+func (s *Server) asServerUser() (home string, err error) {
 	if os.Geteuid() != 0 {
-		return nil
+		return "", nil
 	}
 	var errs []error
 	for _, name := range []string{"postgres", "nobody"} {
@@ -201,10 +212,28 @@ func (s *Server) asServerUser() error {
 			continue
 		}
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		// The directory's parents (os.TempDir) must let the user through.
-		return os.Chmod(s.dir, 0o700)
+		if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() && fi.Sys().(*syscall.Stat_t).Uid == uint32(uid) {
+			home = u.HomeDir
+		}
+		return home, nil
 	}
-	return fmt.Errorf("pgtest: running as root and no unprivileged user to run PostgreSQL as: %w", errors.Join(errs...))
+	return "", fmt.Errorf("pgtest: running as root and no unprivileged user to run PostgreSQL as: %w", errors.Join(errs...))
+}
+
+// othersReach reports whether a user who is neither owner nor in the group
+// can pass through dir and every directory above it.
+func othersReach(dir string) bool {
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return true
+		}
+		dir = up
+	}
 }
 
 func (s *Server) path(elem ...string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -97,7 +96,7 @@ func OpenBoltWait(path string, readOnly bool, wait time.Duration) (*Bolt, error)
 // the file: a link cannot redirect the ledger elsewhere, even one put
 // there after a check.
 func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
-	return os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+	return os.OpenFile(name, flag|oNoFollow, perm)
 }
 
 func (s *Bolt) init(readOnly bool) error {
