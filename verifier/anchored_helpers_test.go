@@ -158,7 +158,7 @@ func (w *anchorWorld) export(a *agent) (string, []byte) {
 	w.t.Helper()
 	cp := w.cosigned(w.witnesses...)
 	size := w.log.Size()
-	b, files, err := bundle.Export(context.Background(), bundle.LogSource(w.log), a.KeyID, cp, size)
+	b, files, err := bundle.Export(context.Background(), w.log.Source(), a.KeyID, cp, size)
 	if err != nil {
 		w.t.Fatal(err)
 	}

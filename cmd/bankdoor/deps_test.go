@@ -122,3 +122,67 @@ func TestCrossBuild(t *testing.T) {
 		}
 	}
 }
+
+// goList runs go list -f format on patterns and returns its lines.
+func goList(t *testing.T, format string, patterns ...string) []string {
+	t.Helper()
+	args := append([]string{"list", "-f", format}, patterns...)
+	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+// layerViolations returns "pkg -> dep" for each package of patterns that
+// links (deps true) or imports a package dep for which forbidden is true.
+func layerViolations(t *testing.T, deps bool, forbidden func(dep string) bool, patterns ...string) []string {
+	t.Helper()
+	field := "Imports"
+	if deps {
+		field = "Deps"
+	}
+	var bad []string
+	for _, line := range goList(t, `{{range .`+field+`}}{{$.ImportPath}}->{{.}} {{end}}`, patterns...) {
+		if _, dep, _ := strings.Cut(line, "->"); forbidden(dep) {
+			bad = append(bad, line)
+		}
+	}
+	return bad
+}
+
+// under reports whether p is pkg or a package below it.
+func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
+
+// TestLayering holds DESIGN §2's layering: packages depend downward. The
+// offline verifier links no database driver and no proxy code, so an
+// auditor's trust base is the verifier and the formats it reads; no
+// package imports cmd. Each rule is checked on what go list reports, and
+// seen to catch a package that breaks it (see the report's revert runs).
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	root := "../../..."
+	for _, rule := range []struct {
+		name      string
+		deps      bool // the rule is on what packages link, not only import
+		patterns  []string
+		forbidden func(string) bool
+		hint      string
+	}{{
+		name: "verifier links no database driver", deps: true, patterns: []string{"../../verifier/..."},
+		forbidden: func(p string) bool { return under(p, "github.com/jackc/pgx/v5") || under(p, "go.etcd.io/bbolt") },
+		hint:      "read a store behind verifier/bundle.Source, implemented outside verifier/",
+	}, {
+		name: "verifier links no proxy code", deps: true, patterns: []string{"../../verifier/..."},
+		forbidden: func(p string) bool { return under(p, modulePath+"proxy") },
+		hint:      "the verifier reads receipts, not the gate",
+	}, {
+		name: "no package imports cmd", patterns: []string{root},
+		forbidden: func(p string) bool { return under(p, modulePath+"cmd") },
+		hint:      "move what both need into a package below cmd",
+	}} {
+		if bad := layerViolations(t, rule.deps, rule.forbidden, rule.patterns...); len(bad) != 0 {
+			t.Errorf("%s: go list shows %q; %s", rule.name, bad, rule.hint)
+		}
+	}
+}
