@@ -18,6 +18,8 @@ const modulePath = "github.com/bankdoor/bankdoor/"
 // rewrites README.md, which the shipped binary must not carry.
 var harness = []string{
 	modulePath + "internal/report",
+	modulePath + "internal/agentchain",
+	modulePath + "internal/loadgen",
 	modulePath + "internal/attacks",
 	modulePath + "internal/debpkg",
 	modulePath + "internal/fleet",
