@@ -161,7 +161,8 @@ func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/"
 // offline verifier links no database driver and no proxy code, so an
 // auditor's trust base is the verifier and the formats it reads; no
 // package imports cmd. Each rule is checked on what go list reports, and
-// seen to catch a package that breaks it (see the report's revert runs).
+// seen to catch a package that does what it forbids where one may (so a
+// renamed module path cannot make it pass by matching nothing).
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	root := "../../..."
@@ -171,33 +172,49 @@ func TestLayering(t *testing.T) {
 		patterns  []string
 		exempt    func(string) bool // packages of patterns the rule leaves out; nil: none
 		forbidden func(string) bool
+		seen      string // a package that links or imports what is forbidden; "" if none may
 		hint      string
 	}{{
 		name: "verifier links no database driver", deps: true, patterns: []string{"../../verifier/..."},
 		forbidden: func(p string) bool { return under(p, "github.com/jackc/pgx/v5") || under(p, "go.etcd.io/bbolt") },
+		seen:      "../../ledger",
 		hint:      "read a store behind verifier/bundle.Source, implemented outside verifier/",
 	}, {
 		name: "verifier links no proxy code", deps: true, patterns: []string{"../../verifier/..."},
 		forbidden: func(p string) bool { return under(p, modulePath+"proxy") },
+		seen:      ".",
 		hint:      "the verifier reads receipts, not the gate",
 	}, {
 		name: "no package imports cmd", patterns: []string{root},
 		forbidden: func(p string) bool { return under(p, modulePath+"cmd") },
 		hint:      "move what both need into a package below cmd",
 	}, {
+		// Metrics observe the ledger and the anchor from above: a package
+		// below cmd that linked them would link Prometheus with them.
+		name: "only cmd imports internal/metrics", patterns: []string{root},
+		exempt:    func(p string) bool { return under(p, modulePath+"cmd") },
+		forbidden: func(p string) bool { return p == modulePath+"internal/metrics" },
+		seen:      ".",
+		hint:      "give the package a hook (a func field) that cmd/bankdoor points at the metrics",
+	}, {
 		// The station runs the embedded ledger's anchoring loop: it is
 		// the one ledger package above anchor.
 		name: "ledger links no anchor code but the cosignature format", deps: true, patterns: []string{"../../ledger/..."},
 		exempt:    func(p string) bool { return p == modulePath+"ledger/station" },
 		forbidden: func(p string) bool { return under(p, modulePath+"anchor") && p != modulePath+"anchor/cosignature" },
+		seen:      "../../ledger/station",
 		hint:      "the ledger stores and serves cosignatures with anchor/cosignature; the anchoring loop sits above it",
 	}} {
+		none := func(string) bool { return false }
 		exempt := rule.exempt
 		if exempt == nil {
-			exempt = func(string) bool { return false }
+			exempt = none
 		}
 		if bad := layerViolations(t, rule.deps, exempt, rule.forbidden, rule.patterns...); len(bad) != 0 {
 			t.Errorf("%s: go list shows %q; %s", rule.name, bad, rule.hint)
+		}
+		if rule.seen != "" && len(layerViolations(t, rule.deps, none, rule.forbidden, rule.seen)) == 0 {
+			t.Errorf("%s: the check finds nothing forbidden in %s, which has it", rule.name, rule.seen)
 		}
 	}
 }
