@@ -9,9 +9,9 @@
 // RFC 6962 consistency proof from that size, and the checkpoint signed by the
 // log alone. It checks the cosignature that comes back against the witness's
 // key over that exact checkpoint (https://c2sp.org/tlog-cosignature, package
-// anchor/cosignature), stores it, and remembers the size. Cosigned returns
-// the checkpoint with the log's signature and every stored cosignature for
-// its size: the note the ledger serves.
+// anchor/cosignature), stores it, and remembers the size. cosignature.Cosigned
+// returns the checkpoint with the log's signature and every stored
+// cosignature for its size: the note the ledger serves.
 //
 // A 409 answer means the witness last cosigned another size: the Anchorer
 // fetches a proof from that size and resends, once. A witness that has
@@ -357,18 +357,4 @@ func classify(w *tlogwitness.Client, c *checkpoint, err error) error {
 func Transient(err error) bool {
 	var conflict *tlogwitness.ConflictError
 	return errors.Is(err, tlogwitness.ErrUnavailable) || errors.Is(err, ErrStale) || errors.Is(err, ErrInterval) || errors.As(err, &conflict)
-}
-
-// Cosigned returns checkpoint with the log's signature and every cosignature
-// stored for its size (see cosignature.Merge): the note to serve.
-func Cosigned(checkpoint []byte, logKey note.Verifier, store CosignatureStore) ([]byte, error) {
-	cp, _, err := cosignature.Open(checkpoint, logKey)
-	if err != nil {
-		return nil, err
-	}
-	cosigs, err := store.Cosignatures(cp.Size)
-	if err != nil {
-		return nil, fmt.Errorf("reading the cosignatures of size %d: %w", cp.Size, err)
-	}
-	return cosignature.Merge(checkpoint, logKey, cosigs...)
 }

@@ -116,7 +116,7 @@ func TestAnchorSeveralWitnesses(t *testing.T) {
 	if !errors.Is(err, tlogwitness.ErrLogKey) || !strings.Contains(err.Error(), "w3.test") || strings.Contains(err.Error(), "w1.test") {
 		t.Fatalf("err = %v; want only w3.test's 403", err)
 	}
-	served, err := anchor.Cosigned(u.log.Checkpoint(), u.logKey, u.store)
+	served, err := cosignature.Cosigned(u.log.Checkpoint(), u.logKey, u.store.Cosignatures)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestAnchorSendsTheLogSignatureOnly(t *testing.T) {
 	if err := u.anchorer(t, time.Minute, client(t, w1.URL, w1.VKey)).Anchor(ctx, u.log.Checkpoint()); err != nil {
 		t.Fatal(err)
 	}
-	served, err := anchor.Cosigned(u.log.Checkpoint(), u.logKey, u.store)
+	served, err := cosignature.Cosigned(u.log.Checkpoint(), u.logKey, u.store.Cosignatures)
 	if err != nil || !bytes.Contains(served, []byte("— w1.test ")) {
 		t.Fatalf("served note %q, %v; want w1.test's cosignature on it", served, err)
 	}

@@ -82,7 +82,7 @@ func TestRunBudget(t *testing.T) {
 	if calls > 7 {
 		t.Errorf("the witness got %d add-checkpoint requests; want at most 7", calls)
 	}
-	served, err := anchor.Cosigned(r.u.log.Checkpoint(), r.u.logKey, r.u.store)
+	served, err := cosignature.Cosigned(r.u.log.Checkpoint(), r.u.logKey, r.u.store.Cosignatures)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestOmniwitnessCosigns(t *testing.T) {
 // checkCosigned checks the served note with formats' parser and verifiers.
 func checkCosigned(t *testing.T, s *setup, l *testlog.Log, store anchor.CosignatureStore) {
 	t.Helper()
-	served, err := anchor.Cosigned(l.Checkpoint(), s.logKey, store)
+	served, err := cosignature.Cosigned(l.Checkpoint(), s.logKey, store.Cosignatures)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/anchortest"
+	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -85,7 +86,7 @@ func TestOmniwitnessLedger(t *testing.T) {
 		if err := a.Anchor(ctx, l.Checkpoint()); err != nil {
 			t.Fatalf("anchoring the ledger at size %d: %v", l.Size(), err)
 		}
-		served, err := anchor.Cosigned(l.Checkpoint(), s.logKey, store)
+		served, err := cosignature.Cosigned(l.Checkpoint(), s.logKey, store.Cosignatures)
 		if err != nil {
 			t.Fatal(err)
 		}

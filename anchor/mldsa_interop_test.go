@@ -47,7 +47,7 @@ func TestOmniwitnessMixedQuorum(t *testing.T) {
 			t.Fatalf("anchoring size %d: %v", l.Size(), err)
 		}
 	}
-	served, err := anchor.Cosigned(l.Checkpoint(), s.logKey, store)
+	served, err := cosignature.Cosigned(l.Checkpoint(), s.logKey, store.Cosignatures)
 	if err != nil {
 		t.Fatal(err)
 	}

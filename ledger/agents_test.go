@@ -1,12 +1,15 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 )
 
 // swapAgents is an Agents whose answers the test changes between Appends.
@@ -66,5 +69,18 @@ func TestAppendAsksAgents(t *testing.T) {
 	tl.mustAppend(t, next)
 	if tl.Size() != 2 {
 		t.Fatalf("size %d, want 2", tl.Size())
+	}
+}
+
+// TestAgentKeys: an enrolled key is found by its id, another is not.
+func TestAgentKeys(t *testing.T) {
+	a, b := ed25519.NewKeyFromSeed(make([]byte, 32)), ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
+	var k AgentKeys
+	k.Enroll(a.Public().(ed25519.PublicKey))
+	if pub, ok := k.Lookup(agentkey.KeyID(a.Public().(ed25519.PublicKey))); !ok || !pub.Equal(a.Public()) {
+		t.Errorf("Lookup(enrolled) = %x, %v", pub, ok)
+	}
+	if _, ok := k.Lookup(agentkey.KeyID(b.Public().(ed25519.PublicKey))); ok {
+		t.Error("Lookup found a key never enrolled")
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/perf"
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
@@ -73,7 +72,7 @@ func millionLog(b *testing.B) *testLog {
 			b.Fatal(err)
 		}
 		s, v := testKeys(b)
-		tl := &testLog{path: filepath.Join(dir, "ledger.db"), agents: &agentchain.Keys{}, verifier: v}
+		tl := &testLog{path: filepath.Join(dir, "ledger.db"), agents: &AgentKeys{}, verifier: v}
 		tl.opts = Options{Origin: testOrigin, Signer: s, Agents: tl.agents}
 		if tl.Log, err = Open(tl.path, tl.opts); err != nil {
 			b.Fatal(err)

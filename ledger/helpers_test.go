@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/internal/pgtest"
 )
@@ -71,7 +70,7 @@ func signerKey(t testing.TB, name string, seed []byte) string {
 type testLog struct {
 	*Log
 	path     string
-	agents   *agentchain.Keys
+	agents   *AgentKeys
 	verifier note.Verifier
 	opts     Options
 	indexLag int // the leaf index's lag (see leafIndexer); 0 means Open's
@@ -113,7 +112,7 @@ func onBackends(t *testing.T, fn func(*testing.T, backend)) {
 func openTestLogOn(t testing.TB, b backend, maxBatch int, agents ...*agent) *testLog {
 	t.Helper()
 	s, v := testKeys(t)
-	set := &agentchain.Keys{}
+	set := &AgentKeys{}
 	for _, a := range agents {
 		set.Enroll(a.Public())
 	}

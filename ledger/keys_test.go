@@ -11,8 +11,6 @@ import (
 
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
-
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 )
 
 func TestKeyFiles(t *testing.T) {
@@ -111,7 +109,7 @@ func TestLoadSignerRefuses(t *testing.T) {
 func TestOpenRefuses(t *testing.T) {
 	t.Parallel()
 	s, _ := testKeys(t)
-	agents := &agentchain.Keys{}
+	agents := &AgentKeys{}
 	otherSkey, _, _ := GenerateKey("other.example/log")
 	other, err := note.NewSigner(otherSkey)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
 
@@ -54,6 +55,32 @@ const MaxEntries = 1024
 // must be safe for concurrent use.
 type Agents interface {
 	Lookup(keyID string) (ed25519.PublicKey, bool)
+}
+
+// AgentKeys is an Agents that holds the keys enrolled with Enroll, as
+// the embedded ledger does for the chains of its receipts directory. It
+// is safe for concurrent use; the zero AgentKeys is empty.
+type AgentKeys struct {
+	mu   sync.Mutex
+	keys map[string]ed25519.PublicKey
+}
+
+// Enroll adds pub under its key id.
+func (k *AgentKeys) Enroll(pub ed25519.PublicKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]ed25519.PublicKey{}
+	}
+	k.keys[agentkey.KeyID(pub)] = pub
+}
+
+// Lookup returns the key enrolled under keyID.
+func (k *AgentKeys) Lookup(keyID string) (ed25519.PublicKey, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	pub, ok := k.keys[keyID]
+	return pub, ok
 }
 
 // Options configure a Log.

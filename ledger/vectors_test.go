@@ -13,8 +13,6 @@ import (
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"golang.org/x/mod/sumdb/note"
-
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json")
@@ -64,7 +62,7 @@ func makeVectors(t *testing.T) vectors {
 	}
 	vkey, _ := VerifierKey(skey)
 	a := newAgent(1)
-	agents := &agentchain.Keys{}
+	agents := &AgentKeys{}
 	agents.Enroll(a.Public())
 	l, err := Open(filepath.Join(t.TempDir(), "ledger.db"), Options{Origin: origin, Signer: s, Agents: agents})
 	if err != nil {

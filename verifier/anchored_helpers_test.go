@@ -17,7 +17,6 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor/anchortest"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -86,7 +85,7 @@ func newAnchorWorld(t testing.TB, as ...*agent) *anchorWorld {
 // agents' keys.
 func openLedger(t testing.TB, pubs ...ed25519.PublicKey) *scratchlog.Log {
 	t.Helper()
-	var keys agentchain.Keys
+	var keys ledger.AgentKeys
 	for _, pub := range pubs {
 		keys.Enroll(pub)
 	}
@@ -158,7 +157,7 @@ func (w *anchorWorld) export(a *agent) (string, []byte) {
 	w.t.Helper()
 	cp := w.cosigned(w.witnesses...)
 	size := w.log.Size()
-	b, files, err := bundle.Export(context.Background(), bundle.LogSource(w.log), a.KeyID, cp, size)
+	b, files, err := bundle.Export(context.Background(), w.log.Source(), a.KeyID, cp, size)
 	if err != nil {
 		w.t.Fatal(err)
 	}

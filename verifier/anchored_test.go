@@ -466,7 +466,7 @@ func TestBundleHeadNewerThanCheckpoint(t *testing.T) {
 	w, a := sharedLog(t, 4)
 	cp, size := w.cosigned(w.witnesses...), w.log.Size()
 	w.append(a.next(t, 3))
-	b, files, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.KeyID, cp, size)
+	b, files, err := bundle.Export(t.Context(), w.log.Source(), a.KeyID, cp, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestExportBeforeTheAgentsFirstReceipt(t *testing.T) {
 	w.append(b.next(t, 2))
 	cp, size := w.cosigned(), w.log.Size()
 	w.append(a.next(t, 1))
-	_, _, err := bundle.Export(t.Context(), bundle.LogSource(w.log), a.KeyID, cp, size)
+	_, _, err := bundle.Export(t.Context(), w.log.Source(), a.KeyID, cp, size)
 	wantFailure(t, err, "holds no receipt of key_id "+a.KeyID+" yet")
 }
 

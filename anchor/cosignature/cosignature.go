@@ -259,6 +259,22 @@ func Timestamp(s note.Signature) (time.Time, error) {
 	return time.Unix(int64(t), 0), nil
 }
 
+// Cosigned returns checkpoint with the log's signature and every
+// cosignature stored for its size, which stored returns (the Cosignatures
+// method of a cosignature store, such as anchor.CosignatureStore): the
+// note a ledger serves. It merges them with Merge.
+func Cosigned(checkpoint []byte, logKey note.Verifier, stored func(size uint64) ([][]byte, error)) ([]byte, error) {
+	cp, _, err := Open(checkpoint, logKey)
+	if err != nil {
+		return nil, err
+	}
+	cosigs, err := stored(cp.Size)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cosignatures of size %d: %w", cp.Size, err)
+	}
+	return Merge(checkpoint, logKey, cosigs...)
+}
+
 // Merge returns the log-signed checkpoint with the given cosignature lines
 // added, as one signed note: the log's signature first, then one line per
 // other key, sorted by key name and key hash. Identical lines appear once;

@@ -18,6 +18,8 @@ const modulePath = "github.com/bankdoor/bankdoor/"
 // rewrites README.md, which the shipped binary must not carry.
 var harness = []string{
 	modulePath + "internal/report",
+	modulePath + "internal/agentchain",
+	modulePath + "internal/loadgen",
 	modulePath + "internal/attacks",
 	modulePath + "internal/debpkg",
 	modulePath + "internal/fleet",
@@ -119,6 +121,100 @@ func TestCrossBuild(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("GOOS=%s GOARCH=%s go build ./cmd/bankdoor: %v\n%s", goos, goarch, err, out)
+		}
+	}
+}
+
+// goList runs go list -f format on patterns and returns its lines.
+func goList(t *testing.T, format string, patterns ...string) []string {
+	t.Helper()
+	args := append([]string{"list", "-f", format}, patterns...)
+	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+// layerViolations returns "pkg->dep" for each package of patterns that
+// links (deps true) or imports a package dep for which forbidden is true,
+// leaving out the packages pkg for which exempt is true.
+func layerViolations(t *testing.T, deps bool, exempt, forbidden func(string) bool, patterns ...string) []string {
+	t.Helper()
+	field := "Imports"
+	if deps {
+		field = "Deps"
+	}
+	var bad []string
+	for _, line := range goList(t, `{{range .`+field+`}}{{$.ImportPath}}->{{.}} {{end}}`, patterns...) {
+		if pkg, dep, _ := strings.Cut(line, "->"); !exempt(pkg) && forbidden(dep) {
+			bad = append(bad, line)
+		}
+	}
+	return bad
+}
+
+// under reports whether p is pkg or a package below it.
+func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
+
+// TestLayering holds DESIGN §2's layering: packages depend downward. The
+// offline verifier links no database driver and no proxy code, so an
+// auditor's trust base is the verifier and the formats it reads; no
+// package imports cmd. Each rule is checked on what go list reports, and
+// seen to catch a package that does what it forbids where one may (so a
+// renamed module path cannot make it pass by matching nothing).
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	root := "../../..."
+	for _, rule := range []struct {
+		name      string
+		deps      bool // the rule is on what packages link, not only import
+		patterns  []string
+		exempt    func(string) bool // packages of patterns the rule leaves out; nil: none
+		forbidden func(string) bool
+		seen      string // a package that links or imports what is forbidden; "" if none may
+		hint      string
+	}{{
+		name: "verifier links no database driver", deps: true, patterns: []string{"../../verifier/..."},
+		forbidden: func(p string) bool { return under(p, "github.com/jackc/pgx/v5") || under(p, "go.etcd.io/bbolt") },
+		seen:      "../../ledger",
+		hint:      "read a store behind verifier/bundle.Source, implemented outside verifier/",
+	}, {
+		name: "verifier links no proxy code", deps: true, patterns: []string{"../../verifier/..."},
+		forbidden: func(p string) bool { return under(p, modulePath+"proxy") },
+		seen:      ".",
+		hint:      "the verifier reads receipts, not the gate",
+	}, {
+		name: "no package imports cmd", patterns: []string{root},
+		forbidden: func(p string) bool { return under(p, modulePath+"cmd") },
+		hint:      "move what both need into a package below cmd",
+	}, {
+		// Metrics observe the ledger and the anchor from above: a package
+		// below cmd that linked them would link Prometheus with them.
+		name: "only cmd imports internal/metrics", patterns: []string{root},
+		exempt:    func(p string) bool { return under(p, modulePath+"cmd") },
+		forbidden: func(p string) bool { return p == modulePath+"internal/metrics" },
+		seen:      ".",
+		hint:      "give the package a hook (a func field) that cmd/bankdoor points at the metrics",
+	}, {
+		// The station runs the embedded ledger's anchoring loop: it is
+		// the one ledger package above anchor.
+		name: "ledger links no anchor code but the cosignature format", deps: true, patterns: []string{"../../ledger/..."},
+		exempt:    func(p string) bool { return p == modulePath+"ledger/station" },
+		forbidden: func(p string) bool { return under(p, modulePath+"anchor") && p != modulePath+"anchor/cosignature" },
+		seen:      "../../ledger/station",
+		hint:      "the ledger stores and serves cosignatures with anchor/cosignature; the anchoring loop sits above it",
+	}} {
+		none := func(string) bool { return false }
+		exempt := rule.exempt
+		if exempt == nil {
+			exempt = none
+		}
+		if bad := layerViolations(t, rule.deps, exempt, rule.forbidden, rule.patterns...); len(bad) != 0 {
+			t.Errorf("%s: go list shows %q; %s", rule.name, bad, rule.hint)
+		}
+		if rule.seen != "" && len(layerViolations(t, rule.deps, none, rule.forbidden, rule.seen)) == 0 {
+			t.Errorf("%s: the check finds nothing forbidden in %s, which has it", rule.name, rule.seen)
 		}
 	}
 }

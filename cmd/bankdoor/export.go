@@ -229,7 +229,7 @@ func exportSource(remote *remoteFlags, db, keyFile string, pol *policyFlags) (*e
 			return fmt.Errorf("--ledger-db %s: %w", db, err)
 		}
 		src.log = cosignedLog{l, v}
-		src.Source, src.close = cosignedSource{bundle.LogSource(l), src.log}, func() { l.Close() }
+		src.Source, src.close = cosignedSource{l.Source(), src.log}, func() { l.Close() }
 		return nil
 	}
 	return src, nil

@@ -38,7 +38,7 @@ type cosignedLog struct {
 }
 
 func (c cosignedLog) Checkpoint() ([]byte, error) {
-	return anchor.Cosigned(c.Log.Checkpoint(), c.logKey, c.CosignatureStore())
+	return cosignature.Cosigned(c.Log.Checkpoint(), c.logKey, c.CosignatureStore().Cosignatures)
 }
 
 // shutdownGrace is how long a stopping server waits for calls in flight.

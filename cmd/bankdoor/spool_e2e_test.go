@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/mcptest"
 	"github.com/bankdoor/bankdoor/internal/tlstest"
@@ -159,7 +158,7 @@ func (w *world) embeddedEntries() [][]byte {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	var keys agentchain.Keys
+	var keys ledger.AgentKeys
 	keys.Enroll(pub)
 	db := filepath.Join(w.receipts, ".ledger.db")
 	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: &keys})

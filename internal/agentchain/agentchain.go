@@ -8,15 +8,13 @@
 //
 // The ledger's tests, the RPC and verifier tests and cmd/bankdoor-report
 // fill logs with these: real receipts that ledger.Log.Append and the verifier
-// accept. Keys is the set of enrolled agents a ledger looks keys up in
-// (it has ledger.Agents's method).
+// accept.
 package agentchain
 
 import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
-	"sync"
 	"time"
 
 	"github.com/bankdoor/bankdoor/internal/agentkey"
@@ -88,29 +86,4 @@ func (a *Agent) Chain(n int) ([][]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-// Keys is a set of enrolled agents' public keys by key id, safe for
-// concurrent use; its Lookup is ledger.Agents's. The zero Keys is empty.
-type Keys struct {
-	mu   sync.Mutex
-	keys map[string]ed25519.PublicKey
-}
-
-// Enroll adds pub under its key id.
-func (k *Keys) Enroll(pub ed25519.PublicKey) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.keys == nil {
-		k.keys = map[string]ed25519.PublicKey{}
-	}
-	k.keys[agentkey.KeyID(pub)] = pub
-}
-
-// Lookup returns the key enrolled under keyID.
-func (k *Keys) Lookup(keyID string) (ed25519.PublicKey, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	pub, ok := k.keys[keyID]
-	return pub, ok
 }

@@ -70,16 +70,3 @@ func TestSignLeavesTheChain(t *testing.T) {
 		t.Errorf("first receipt: seq %d prev %q time %v; want 1, FirstPrev, Start+1ms", r.Seq, r.Prev, r.Time)
 	}
 }
-
-// TestKeys: an enrolled key is found by its id, another is not.
-func TestKeys(t *testing.T) {
-	a, b := agentchain.New(ed25519.NewKeyFromSeed(make([]byte, 32))), agentchain.New(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)))
-	var k agentchain.Keys
-	k.Enroll(a.Public())
-	if pub, ok := k.Lookup(a.KeyID); !ok || !pub.Equal(a.Public()) {
-		t.Errorf("Lookup(enrolled) = %x, %v", pub, ok)
-	}
-	if _, ok := k.Lookup(b.KeyID); ok {
-		t.Error("Lookup found a key never enrolled")
-	}
-}

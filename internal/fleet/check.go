@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -58,7 +57,7 @@ func checkLedger(db, keyFile, dir string, n int, pub []byte) error {
 	if _, err := os.Stat(db); err != nil {
 		return fmt.Errorf("the embedded ledger: %w", err)
 	}
-	var keys agentchain.Keys
+	var keys ledger.AgentKeys
 	keys.Enroll(pub)
 	l, err := ledger.Open(db, ledger.Options{Origin: signer.Name(), Signer: signer, Agents: &keys})
 	if err != nil {

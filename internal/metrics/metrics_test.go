@@ -15,7 +15,6 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -104,7 +103,7 @@ func TestLedger(t *testing.T) {
 	r := New()
 	m := r.Ledger()
 	a := chaintest.Generate(t, time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC))
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	keys.Enroll(a.Public())
 	l, err := scratchlog.Open(filepath.Join(t.TempDir(), "l.db"), ledger.Options{Origin: "metrics.test/log", Agents: keys, OnCommit: m.Committed})
 	if err != nil {

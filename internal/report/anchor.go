@@ -108,7 +108,7 @@ func (al *anchorLog) cosign(ctx context.Context) ([]byte, time.Duration, error) 
 		return nil, 0, fmt.Errorf("anchoring checkpoint of size %d: %w", al.Size(), err)
 	}
 	d := time.Since(start)
-	cosigned, err := anchor.Cosigned(cp, al.verifier, al.store)
+	cosigned, err := cosignature.Cosigned(cp, al.verifier, al.store.Cosignatures)
 	if err == nil {
 		_, err = al.policy.Verify(cosigned)
 	}

@@ -95,7 +95,7 @@ func exportBundle(ctx context.Context, al *anchorLog, dir string, n int) (*agent
 	if err != nil {
 		return nil, nil, fmt.Errorf("the anchoring log's checkpoint: %w", err)
 	}
-	b, files, err := bundle.Export(ctx, bundle.LogSource(al.Log), a.KeyID, cp, v.Size)
+	b, files, err := bundle.Export(ctx, al.Log.Source(), a.KeyID, cp, v.Size)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,7 +23,7 @@ const reportOrigin = "report.bankdoor.invalid/ledger"
 // with fresh keys.
 type benchLog struct {
 	*ledger.Log
-	keys     *agentchain.Keys // the agents enrolled in it
+	keys     *ledger.AgentKeys // the agents enrolled in it
 	verifier note.Verifier
 	vkey     string // the verifier key, as text
 }
@@ -42,7 +42,7 @@ func (lb *LedgerBench) openLog(name string, maxBatch int) (*benchLog, error) {
 // database would (see openLog): they share the note key and the
 // enrolled agents. More than one needs lb.Postgres.
 func (lb *LedgerBench) openLogs(name string, maxBatch, n int) ([]*benchLog, error) {
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	opts := ledger.Options{Origin: reportOrigin, Agents: keys, MaxBatch: maxBatch}
 	path := filepath.Join(lb.Dir, name+".db")
 	if lb.Postgres != nil {

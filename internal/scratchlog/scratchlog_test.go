@@ -18,7 +18,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys agentchain.Keys
+	var keys ledger.AgentKeys
 	keys.Enroll(a.Public())
 	open := func(name string) *scratchlog.Log {
 		l, err := scratchlog.Open(filepath.Join(t.TempDir(), name), ledger.Options{Origin: "scratch.test/log", Agents: &keys})

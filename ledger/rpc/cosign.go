@@ -10,7 +10,6 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/ledger"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
@@ -36,7 +35,7 @@ type cosigning struct {
 // Cosign makes the service serve witness cosignatures and accept them:
 // GetCheckpoint and WatchCheckpoints return the latest checkpoint with
 // every cosignature the log's CosignatureStore holds for its size
-// (anchor.Cosigned), and AddCosignature stores lines by one of witnesses,
+// (cosignature.Cosigned), and AddCosignature stores lines by one of witnesses,
 // once they verify over the log's own checkpoint of that size
 // (ledger.Log.CheckpointAt, cosignature.Verify). logKey must be the log's
 // verifier key, which signed its latest checkpoint. Witness key names must
@@ -79,7 +78,7 @@ func (s *Service) checkpoint() ([]byte, error) {
 		return cp, nil
 	}
 	c := s.cosign
-	cosigned, err := anchor.Cosigned(cp, c.logKey, c.store)
+	cosigned, err := cosignature.Cosigned(cp, c.logKey, c.store.Cosignatures)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/receipt"
@@ -30,8 +29,8 @@ import (
 const testOrigin = "spool.test/ledger"
 
 // enrolled is the set of agents with keys pubs.
-func enrolled(pubs ...ed25519.PublicKey) *agentchain.Keys {
-	keys := &agentchain.Keys{}
+func enrolled(pubs ...ed25519.PublicKey) *ledger.AgentKeys {
+	keys := &ledger.AgentKeys{}
 	for _, p := range pubs {
 		keys.Enroll(p)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor"
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentkey"
 	"github.com/bankdoor/bankdoor/internal/flock"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -83,7 +82,7 @@ type Embedded struct {
 type Station struct {
 	cfg  Config
 	log  *slog.Logger
-	keys agentchain.Keys // the keys the embedded ledger enrolls
+	keys ledger.AgentKeys // the keys the embedded ledger enrolls
 
 	mu      sync.Mutex
 	own     map[string]ed25519.PublicKey // chains this station writes: dir -> key

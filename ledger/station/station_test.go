@@ -111,7 +111,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the receipts 1..n of each chain dir, each once, in seq order per chain.
 func checkLedger(t *testing.T, db string, signer note.Signer, chains map[string]int) {
 	t.Helper()
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	l, err := ledger.Open(db, ledger.Options{Origin: origin, Signer: signer, Agents: keys})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestRemoteShipLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := logKey(t)
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	keys.Enroll(a.Public())
 	l, err := ledger.Open(filepath.Join(dir, "remote.db"), ledger.Options{Origin: origin, Signer: signer, Agents: keys})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/tiles"
@@ -68,7 +67,7 @@ func TestServedWhileAppending(t *testing.T) {
 	}
 	signer, _ := note.NewSigner(skey)
 	verifier, _ := note.NewVerifier(vkey)
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	a := chaintest.Generate(t, time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC))
 	keys.Enroll(a.Public())
 	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Signer: signer, Agents: keys})

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/bankdoor/bankdoor/internal/agentchain"
 	"github.com/bankdoor/bankdoor/internal/agentchain/chaintest"
 	"github.com/bankdoor/bankdoor/internal/scratchlog"
 	"github.com/bankdoor/bankdoor/ledger"
@@ -27,7 +26,7 @@ const origin = "ledger.example/tiles-test"
 // chains, appended in batches of 100, and the receipts in log order.
 func openLedger(t testing.TB, n int) (*ledger.Log, [][]byte) {
 	t.Helper()
-	keys := &agentchain.Keys{}
+	keys := &ledger.AgentKeys{}
 	var agents []*chaintest.Agent
 	for range 3 {
 		a := chaintest.Generate(t, time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC))

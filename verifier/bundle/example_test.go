@@ -39,7 +39,7 @@ func Example() {
 		}
 	}
 	id := agentkey.KeyID(a.Public().(ed25519.PublicKey))
-	bnd, files, err := bundle.Export(context.Background(), bundle.LogSource(l), id, l.Checkpoint(), l.Size())
+	bnd, files, err := bundle.Export(context.Background(), l.Source(), id, l.Checkpoint(), l.Size())
 	if err != nil {
 		panic(err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // A Source is the ledger an export reads: a remote ledger's Connect
-// client or an open ledger.Log, behind an adapter. Export checks nothing
+// client or an open ledger.Log (ledger.Log.Source). Export checks nothing
 // a Source says beyond what it needs to find the agent's receipts; the
 // verifier checks everything against the checkpoint.
 type Source interface {

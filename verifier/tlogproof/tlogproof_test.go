@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys agentchain.Keys
+	var keys ledger.AgentKeys
 	keys.Enroll(a.Public())
 	l, err := scratchlog.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Origin: origin, Agents: &keys})
 	if err != nil {
