@@ -7,13 +7,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/bankdoor/bankdoor/internal/atomicfile"
+	"github.com/bankdoor/bankdoor/internal/secretfile"
 )
 
 // Log key files. The signer key file holds one line, the note signer key
@@ -83,29 +82,12 @@ func WriteKey(path, skey string, replace bool) error {
 }
 
 // LoadSigner reads the signer key file at path. It refuses a file that
-// group or others may read, as ssh does with private keys.
+// group or others may read, or that is not a regular file (package
+// secretfile).
 func LoadSigner(path string) (note.Signer, error) {
-	f, err := os.Open(path)
+	b, err := secretfile.Read(path, maxKeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("open log key: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("log key %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("log key %s: not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("log key %s has mode %04o, which lets group or others read it; run chmod 600 %s", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read log key %s: %w", path, err)
-	}
-	if len(b) > maxKeyFile {
-		return nil, fmt.Errorf("log key %s: larger than %d bytes, not a note signer key", path, maxKeyFile)
+		return nil, fmt.Errorf("log key %w", err)
 	}
 	s, err := note.NewSigner(string(bytes.TrimSpace(b)))
 	if err != nil {

@@ -227,9 +227,9 @@ func startProcess(t *testing.T, env []string, args ...string) *ledgerServer {
 func TestAnchorCommandToken(t *testing.T) {
 	t.Parallel()
 	w, wit, policy := newAnchorWorld(t)
-	const token = "anchor-e2e-token-0123456789"
+	const token = "anchor-e2e-token-0123456789abcdef"
 	tokens := filepath.Join(w.dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("anchor "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a := newChainAgent(t, w)

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"strings"
+
+	"github.com/bankdoor/bankdoor/internal/secretfile"
 	"net/url"
 	"os"
-	"strings"
 )
 
 // dbFlags are --db, the ledger's bbolt file or PostgreSQL URL, and the
@@ -75,27 +76,12 @@ func (f *dbFlags) password() (string, error) {
 }
 
 func readPasswordFile(path string) (string, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("--db-password-file: %w", err)
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return "", fmt.Errorf("--db-password-file: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", hint(fmt.Errorf("--db-password-file %s has mode %04o, which lets group or others read it", path, perm),
-			"run chmod 600 %s", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(file, maxPasswordFile+1))
+	b, err := secretfile.Read(path, maxPasswordFile)
 	if err != nil {
 		return "", fmt.Errorf("--db-password-file: %w", err)
 	}
 	p := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	switch {
-	case len(b) > maxPasswordFile:
-		return "", fmt.Errorf("--db-password-file %s is larger than %d bytes", path, maxPasswordFile)
 	case p == "" || strings.ContainsAny(p, "\r\n"):
 		return "", hint(fmt.Errorf("--db-password-file %s does not hold one line", path), "put the password alone on its first line")
 	}

@@ -64,7 +64,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate chain (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&f.clientCA, "client-ca", "", "PEM CA certificates; a client certificate they issue authenticates the caller (mTLS; needs --tls-cert)")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line, mode 0600")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file of \"NAME TOKEN\" lines, one per accepted bearer token (mode 0600)")
 	fs.BoolVar(&f.authReads, "auth-reads", false, "require authentication for the read RPCs and the tlog-tiles API (/checkpoint, /tile/) too, not only for Append and AddCosignature (GET /healthz stays open)")
 	f.witnesses.register(fs)
 	f.metrics.register(fs)

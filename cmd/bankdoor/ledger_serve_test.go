@@ -279,9 +279,9 @@ func TestLedgerServeTokenAndHealth(t *testing.T) {
 	t.Parallel()
 	w := newLedgerWorld(t)
 	a := newChainAgent(t, w)
-	const token = "ledger-e2e-token-0123456789"
+	const token = "ledger-e2e-token-0123456789abcdef"
 	tokens := filepath.Join(w.dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("# shippers\n"+token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("# shippers\nshipper "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := w.serve("--token-file", tokens)

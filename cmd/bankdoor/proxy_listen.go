@@ -58,7 +58,7 @@ type oauthFlags struct {
 
 func (f *listenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "listen", "", "serve agents over MCP streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only), or https:// with --listen-cert; port 0 picks one")
-	fs.StringVar(&f.tokens, "agent-tokens", "", "with --listen: file of \"AGENT TOKEN\" lines (mode 0600); each agent signs with the key in $BANKDOOR_HOME/agents/AGENT and writes receipts to --receipts/AGENT")
+	fs.StringVar(&f.tokens, "agent-tokens", "", "with --listen: file of \"NAME TOKEN\" lines (mode 0600), NAME the agent; each agent signs with the key in $BANKDOOR_HOME/agents/AGENT and writes receipts to --receipts/AGENT")
 	fs.StringVar(&f.cert, "listen-cert", "", "with --listen: serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (with --listen-key); then any address may be served")
 	fs.StringVar(&f.key, "listen-key", "", "the PEM private key of --listen-cert")
 	fs.StringVar(&f.agentCA, "agent-ca", "", "with --listen-cert: PEM CA certificates; a client certificate they issue authenticates the agent its Subject CommonName names, as a token does (mTLS)")

@@ -413,9 +413,9 @@ func TestE2ERemoteLedgerTLSAndToken(t *testing.T) {
 	logKey, vkey := w.ledgerKey(origin)
 	dir := t.TempDir()
 	tf := tlstest.NewCA(t, "bankdoor e2e ledger CA").WriteServer(t, dir, "127.0.0.1")
-	const token = "e2e-bearer-token-0123456789"
+	const token = "e2e-bearer-token-0123456789abcdef"
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("shipper "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	url := w.serveLedger(filepath.Join(dir, "l.db"), logKey, origin, "",

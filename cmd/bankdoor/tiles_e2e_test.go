@@ -442,9 +442,9 @@ func getWith(t *testing.T, url, enc string) answer {
 func TestTilesAuth(t *testing.T) {
 	t.Parallel()
 	w := newLedgerWorld(t)
-	const token = "tiles-e2e-token-0123456789"
+	const token = "tiles-e2e-token-0123456789abcdef"
 	tokens := filepath.Join(w.dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("auditor "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	get := func(url, tok string) (int, string) {

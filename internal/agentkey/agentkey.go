@@ -8,7 +8,7 @@
 //	bankdoor.key.pem  mode 0600  PEM block "PRIVATE KEY": PKCS#8 (RFC 5208, RFC 8410) Ed25519 private key
 //	bankdoor.pub.pem  mode 0644  PEM block "PUBLIC KEY": SubjectPublicKeyInfo (RFC 5280, RFC 8410) Ed25519 public key
 //
-// The private key file is refused if its mode grants any permission to
+// The private key file is read by package secretfile: refused if its mode grants any permission to
 // group or others, as OpenSSH does. A PEM file must hold exactly one block,
 // without headers, and nothing but white space around it.
 //
@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 
 	"github.com/bankdoor/bankdoor/internal/atomicfile"
+	"github.com/bankdoor/bankdoor/internal/secretfile"
 	"github.com/bankdoor/bankdoor/internal/weakkey"
 )
 
@@ -77,15 +78,11 @@ func KeyID(pub ed25519.PublicKey) string {
 // "PRIVATE KEY" PEM block, and a PKCS#8 key that is not Ed25519.
 func LoadPrivate(dir string) (ed25519.PrivateKey, error) {
 	path := filepath.Join(dir, PrivateFile)
-	f, err := os.Open(path)
+	b, err := secretfile.Read(path, maxPEM)
 	if err != nil {
-		return nil, fmt.Errorf("open private key: %w", err)
+		return nil, fmt.Errorf("private key %w", err)
 	}
-	defer f.Close()
-	if err := checkPrivateMode(f, path); err != nil {
-		return nil, err
-	}
-	der, err := readPEM(f, path, pemPrivate)
+	der, err := decodePEM(b, path, pemPrivate)
 	if err != nil {
 		return nil, err
 	}
@@ -98,23 +95,6 @@ func LoadPrivate(dir string) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("%s: holds a %T, want an Ed25519 private key", path, k)
 	}
 	return priv, nil
-}
-
-// checkPrivateMode checks the open file itself, so the file checked is the
-// file read.
-func checkPrivateMode(f *os.File, path string) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s has mode %04o, which lets group or others read it; run chmod 600 %s",
-			path, perm, path)
-	}
-	return nil
 }
 
 // LoadPublic reads an SPKI "PUBLIC KEY" PEM file holding an Ed25519 key.
@@ -142,8 +122,7 @@ func LoadPublic(path string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// readPEM reads exactly one PEM block of type typ, without headers, with
-// nothing but white space around it.
+// readPEM reads at most maxPEM bytes of r and decodes them (decodePEM).
 func readPEM(r io.Reader, path, typ string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxPEM+1))
 	if err != nil {
@@ -152,6 +131,12 @@ func readPEM(r io.Reader, path, typ string) ([]byte, error) {
 	if len(b) > maxPEM {
 		return nil, fmt.Errorf("%s: larger than %d bytes, not a key file", path, maxPEM)
 	}
+	return decodePEM(b, path, typ)
+}
+
+// decodePEM decodes b, which must be exactly one PEM block of type typ,
+// without headers, with nothing but white space around it.
+func decodePEM(b []byte, path, typ string) ([]byte, error) {
 	block, rest := pem.Decode(b)
 	if block == nil {
 		return nil, fmt.Errorf("%s: no PEM block found, want %q", path, typ)

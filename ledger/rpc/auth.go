@@ -1,28 +1,18 @@
 package rpc
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"runtime"
 	"strings"
 
 	"connectrpc.com/connect"
 
+	"github.com/bankdoor/bankdoor/internal/secretfile"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
-)
-
-// Token file limits.
-const (
-	maxTokenFile = 1 << 20
-	minToken     = 16 // bytes; shorter tokens are guessable
 )
 
 // Auth decides which callers may call which procedures. A caller is
@@ -51,91 +41,40 @@ type Auth struct {
 // the same time whatever the length of the token presented.
 type Token struct {
 	sum  [32]byte
-	line int // in the token file, for log lines; never the token itself
+	name string // the token file's NAME, for log lines; never the token itself
 }
 
-// NewToken returns the Token for secret, which must be a token as
-// LoadTokens accepts them.
-func NewToken(secret string) (Token, error) {
-	if err := checkToken(secret); err != nil {
+// NewToken returns the Token for secret, named name, which must be a
+// line's NAME and TOKEN as LoadTokens accepts them.
+func NewToken(name, secret string) (Token, error) {
+	if err := secretfile.CheckName(name); err != nil {
 		return Token{}, err
 	}
-	return Token{sum: sha256.Sum256([]byte(secret))}, nil
+	if err := secretfile.CheckToken(secret); err != nil {
+		return Token{}, err
+	}
+	return Token{sum: sha256.Sum256([]byte(secret)), name: name}, nil
 }
 
 func (a *Auth) enabled() bool { return len(a.Tokens) > 0 || a.ClientCerts }
 
-// LoadTokens reads a token file: one bearer token per line; blank lines
-// and lines starting with "#" are ignored. A token is at least 16
-// characters of the RFC 6750 token68 alphabet (A-Z a-z 0-9 - . _ ~ + /
-// and trailing =). On Unix the file must not be readable by group or
-// others.
+// LoadTokens reads a token file (package secretfile): one "NAME TOKEN"
+// line per bearer token, NAME naming the caller in logs.
 func LoadTokens(path string) ([]Token, error) {
-	b, err := readTokenFile(path)
+	lines, err := secretfile.ReadTokens(path)
 	if err != nil {
 		return nil, err
 	}
-	var tokens []Token
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if err := checkToken(line); err != nil {
-			return nil, fmt.Errorf("token file %s line %d: %w", path, n, err)
-		}
-		tokens = append(tokens, Token{sum: sha256.Sum256([]byte(line)), line: n})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("token file %s: %w", path, err)
-	}
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("token file %s holds no tokens; put one bearer token per line", path)
+	tokens := make([]Token, len(lines))
+	for i, l := range lines {
+		tokens[i] = Token{sum: l.Sum, name: l.Name}
 	}
 	return tokens, nil
 }
 
-func readTokenFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("token file: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("token file: %w", err)
-	}
-	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
-		return nil, fmt.Errorf("token file %s has mode %04o, which lets group or others read it; run chmod 600 %s", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("token file: %w", err)
-	}
-	if len(b) > maxTokenFile {
-		return nil, fmt.Errorf("token file %s is larger than %d bytes; put one bearer token per line", path, maxTokenFile)
-	}
-	return b, nil
-}
-
-func checkToken(s string) error {
-	if len(s) < minToken {
-		return fmt.Errorf("token is %d characters, want at least %d (generate one with: openssl rand -base64 32)", len(s), minToken)
-	}
-	body := strings.TrimRight(s, "=")
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
-			return fmt.Errorf("token holds %q at column %d; use only A-Z a-z 0-9 - . _ ~ + / and trailing =", c, i+1)
-		}
-	}
-	return nil
-}
-
 // caller is who the auth middleware found calling.
 type caller struct {
-	name  string // "token line N" or "client certificate CN=..."; "" if none
+	name  string // "token NAME" or "client certificate CN=..."; "" if none
 	wrong bool   // a bearer token was presented and is not accepted
 }
 
@@ -169,7 +108,7 @@ func (a *Auth) identify(r *http.Request) caller {
 	var c caller
 	if h := r.Header.Get("Authorization"); h != "" {
 		if t, ok := a.matchToken(h); ok {
-			c.name = fmt.Sprintf("token line %d", t.line)
+			c.name = "token " + t.name
 		} else {
 			c.wrong = true
 		}

@@ -179,13 +179,18 @@ func TestLoadTokens(t *testing.T) {
 		n             int
 		err           string
 	}{
-		{"two tokens", "# shipper tokens\n" + goodToken + "\n\n" + otherToken + "\r\n", 0o600, 2, ""},
-		{"base64 with padding", "YWJjZGVmZ2hpamtsbW5vcA==\n", 0o600, 1, ""},
-		{"short", "short\n", 0o600, 0, "line 1: token is 5 characters, want at least 16"},
-		{"space inside", goodToken + " x\n", 0o600, 0, "line 1: token holds ' ' at column 34"},
-		{"bad character late", "# c\n" + goodToken + "\n" + goodToken + "é\n", 0o600, 0, "line 3"},
+		{"two tokens", "# shipper tokens\nshipper " + goodToken + "\n\n\tanchor\t" + otherToken + "\r\n", 0o600, 2, ""},
+		{"base64 with padding", "auditor YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=\n", 0o600, 1, ""},
+		{"short", "shipper short\n", 0o600, 0, "line 1: name shipper: token is 5 characters, want at least 32"},
+		{"16 characters", "shipper 0123456789abcdef\n", 0o600, 0, "line 1: name shipper: token is 16 characters, want at least 32"},
+		{"no name", goodToken + "\n", 0o600, 0, "line 1: want \"NAME TOKEN\", got 1 fields"},
+		{"space inside", "shipper " + goodToken + " x\n", 0o600, 0, "line 1: want \"NAME TOKEN\", got 3 fields"},
+		{"comma inside", "shipper " + goodToken + ",\n", 0o600, 0, "line 1: name shipper: token holds ',' at column 34"},
+		{"bad name", "Shipper " + goodToken + "\n", 0o600, 0, "line 1: name \"Shipper\""},
+		{"bad character late", "# c\nshipper " + goodToken + "\nanchor " + goodToken + "é\n", 0o600, 0, "line 3"},
+		{"token twice", "shipper " + goodToken + "\nanchor " + goodToken + "\n", 0o600, 0, "line 2: name anchor: this token is already given"},
 		{"only comments", "# none\n\n", 0o600, 0, "holds no tokens"},
-		{"world readable", goodToken + "\n", 0o644, 0, "run chmod 600"},
+		{"world readable", "shipper " + goodToken + "\n", 0o644, 0, "run chmod 600"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

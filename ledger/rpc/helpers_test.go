@@ -184,10 +184,10 @@ func wantCode(t testing.TB, err error, code connect.Code, want ...string) {
 	}
 }
 
-// token returns the Token for secret.
+// token returns the Token for secret, named shipper.
 func token(t testing.TB, secret string) rpc.Token {
 	t.Helper()
-	tok, err := rpc.NewToken(secret)
+	tok, err := rpc.NewToken("shipper", secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,14 +168,16 @@
 //
 // # Tokens file
 //
-// One agent a line, "AGENT TOKEN"; # starts a comment line. The file must
-// have mode 0600. For example:
+// One agent a line, "NAME TOKEN", in the token file format of package
+// secretfile (the format ledger serve's token file has too): TOKEN at
+// least 32 characters of the RFC 6750 b64token alphabet; # starts a
+// comment line. The file must have mode 0600. For example:
 //
 //	# agents of the treasury team
 //	reconciler 6f1d0c3a9b2e4f7a8c5d1e0b3a6f9c2d4e7b0a3c6f9d2e5b8a1c4f7e0d3b6a9c
 //	reporting  0e5c8b1a4d7f0c3e6b9a2d5f8c1e4b7a0d3f6c9b2e5a8d1c4f7b0e3a6d9c2f5b
 //
-// AGENT names the agent's signing key directory and receipts directory, so
+// NAME is the agent: it names the agent's signing key directory and receipts directory, so
 // that each agent's receipts form their own chain under their own key.
 //
 // # OAuth access tokens

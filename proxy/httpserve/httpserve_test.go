@@ -71,11 +71,9 @@ func newTestServer(t *testing.T, idle time.Duration) (*httptest.Server, *echo) {
 // testTokens gives tokenA to alice and tokenB to bob.
 func testTokens(t *testing.T) Tokens {
 	t.Helper()
-	tokens := Tokens{}
-	for _, l := range []string{"alice " + tokenA, "bob " + tokenB} {
-		if err := tokens.add(l); err != nil {
-			t.Fatal(err)
-		}
+	tokens, err := ParseTokens("test", []byte("alice "+tokenA+"\nbob "+tokenB+"\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return tokens
 }
@@ -273,8 +271,9 @@ func TestLoadTokens(t *testing.T) {
 	for _, tt := range []struct{ name, text, want string }{
 		{"short", "alice short\n", "at least 32"},
 		{"dup", "alice " + tokenA + "\nbob " + tokenA + "\n", "already given"},
-		{"name", "Alice/.. " + tokenA + "\n", "agent name"},
-		{"fields", "alice\n", "want \"AGENT TOKEN\""},
+		{"name", "Alice/.. " + tokenA + "\n", "name \"Alice/..\""},
+		{"fields", "alice\n", "want \"NAME TOKEN\""},
+		{"quote", "alice " + tokenA + "\"\n", "token holds '\"'"},
 		{"empty", "# none\n", "no tokens"},
 	} {
 		_, err := LoadTokens(write(tt.name, tt.text, 0o600))

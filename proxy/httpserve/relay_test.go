@@ -87,8 +87,8 @@ func newPolicyServer(t *testing.T, bank *mcp.Server, y string, rec proxy.Recorde
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := Tokens{}
-	if err := tokens.add("alice " + tokenA); err != nil {
+	tokens, err := ParseTokens("test", []byte("alice "+tokenA))
+	if err != nil {
 		t.Fatal(err)
 	}
 	s := New(Config{Tokens: tokens, MaxBody: maxBody, MaxRequests: 64 /* TestUnreadableBodies sends 21 at once */, Start: func(ctx context.Context, agent string, side proxy.AgentSide) error {
