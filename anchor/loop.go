@@ -73,13 +73,12 @@ func (l *Loop) Finish(timeout time.Duration) error {
 // loop starts. A witness's loop anchors now and each time a value arrives
 // on its channel (the value itself is not used, so a late one cannot
 // anchor an old tree), until ctx is done or the channel is closed. A
-// witness whose Interval since its last request has
-// not passed is sent the latest checkpoint when it has (see Anchoring
-// budget). A witness that failed transiently (see Transient) is tried
-// again after RetryInterval (with a budget, when its interval ends), or at
-// the next checkpoint if one comes sooner and its interval allows; one that
-// refused a checkpoint is not sent that checkpoint again. Failures are
-// logged, not returned.
+// witness whose Interval since its last request has not passed is sent the
+// latest checkpoint when it has (see Anchoring budget). A witness that
+// failed transiently (see Transient) is tried again after RetryInterval
+// (with a budget, when its interval ends), or at the next checkpoint if one
+// comes sooner and its interval allows; one that refused a checkpoint is
+// not sent that checkpoint again. Failures are logged, not returned.
 func (a *Anchorer) Run(ctx context.Context, watch func(context.Context) <-chan []byte) error {
 	wakes := make([]<-chan []byte, len(a.opts.Witnesses))
 	for i := range wakes {
