@@ -120,7 +120,8 @@ type Options struct {
 	Logger   *slog.Logger // nil means slog.Default()
 	// OnResult, if set, is called after each attempt to have a witness
 	// cosign a checkpoint of size size, with its error (see
-	// FailureReason) or nil. It must return quickly.
+	// FailureReason) or nil. It must return quickly and be safe for
+	// concurrent use: each witness is anchored by its own goroutine.
 	OnResult func(witness string, size uint64, err error)
 }
 
@@ -139,7 +140,6 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // Anchorer anchors the log's checkpoints to witnesses.
 type Anchorer struct {
 	opts Options
-	mu   sync.Mutex // one Anchor at a time, so sizes in the store only grow
 
 	sentMu sync.Mutex
 	sent   map[string]time.Time // witness -> when the last add-checkpoint to it started
@@ -208,20 +208,22 @@ func (a *Anchorer) Anchor(ctx context.Context, checkpoint []byte) error {
 
 // anchorEach anchors c to the witnesses concurrently; errs[i] is ws[i]'s.
 func (a *Anchorer) anchorEach(ctx context.Context, c *checkpoint, ws []*tlogwitness.Client) (errs []error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	errs = make([]error, len(ws))
 	var wg sync.WaitGroup
 	for i, w := range ws {
-		wg.Go(func() { errs[i] = a.anchorTo(ctx, w, c) })
+		wg.Go(func() { errs[i] = a.anchorOne(ctx, w, c) })
 	}
 	wg.Wait()
-	if a.opts.OnResult != nil {
-		for i, w := range ws {
-			a.opts.OnResult(w.Name(), c.Size, errs[i])
-		}
-	}
 	return errs
+}
+
+// anchorOne anchors c to w and reports the result to OnResult.
+func (a *Anchorer) anchorOne(ctx context.Context, w *tlogwitness.Client, c *checkpoint) error {
+	err := a.anchorTo(ctx, w, c)
+	if a.opts.OnResult != nil {
+		a.opts.OnResult(w.Name(), c.Size, err)
+	}
+	return err
 }
 
 // FailureReason names the kind of an anchoring error, one of a fixed set

@@ -145,25 +145,29 @@ func TestRunRetriesOnlyTransientFailures(t *testing.T) {
 	a := u.anchorer(t, 5*time.Millisecond, client(t, down.URL, down.VKey), client(t, refusing.URL, refusing.VKey))
 	u.log.Append("receipt", 3)
 	ctx, cancel := context.WithCancel(context.Background())
-	checkpoints := make(chan []byte)
+	wakes := []chan []byte{make(chan []byte), make(chan []byte)} // down's, refusing's
+	watched := 0
 	done := make(chan error)
-	go func() { done <- a.Run(ctx, checkpoints) }()
+	go func() {
+		done <- a.Run(ctx, func(context.Context) <-chan []byte { watched++; return wakes[watched-1] })
+	}()
 
 	waitFor(t, "3 tries of the unavailable witness", func() bool { return down.requests.Load() >= 3 })
 	down.fail.Store(0)
 	waitFor(t, "the recovered witness's cosignature", func() bool { size, _, _ := u.store.Latest("down.test"); return size == 3 })
 	// Each try of the unavailable witness was a round in which the
-	// refusing one could have been asked again. Two wake-ups with no new
-	// checkpoint: the second is received only after the round of the first
-	// is over, and so after every retry round before it.
-	checkpoints <- nil
-	checkpoints <- nil
+	// refusing one could have been asked again. Two wake-ups of its loop
+	// with no new checkpoint: the second is received only after the round
+	// of the first is over.
+	wakes[1] <- nil
+	wakes[1] <- nil
 	if n := refusing.requests.Load(); n != 1 {
 		t.Errorf("the refusing witness was sent the same checkpoint %d times; want 1", n)
 	}
 	refusing.fail.Store(0)
 	u.log.Append("receipt", 2)
-	checkpoints <- nil
+	wakes[0] <- nil
+	wakes[1] <- nil
 	waitFor(t, "both witnesses at size 5", func() bool {
 		a, _, _ := u.store.Latest("down.test")
 		b, _, _ := u.store.Latest("refusing.test")

@@ -40,7 +40,7 @@ func startBudgetRun(t *testing.T, interval time.Duration) *budgetRun {
 	u.log.Append("receipt", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- a.Run(ctx, r.wake) }()
+	go func() { done <- a.Run(ctx, func(context.Context) <-chan []byte { return r.wake }) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {

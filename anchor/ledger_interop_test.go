@@ -118,7 +118,7 @@ func TestRunWithLedgerWatch(t *testing.T) {
 	a := s.anchorer(t, l, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- a.Run(ctx, l.Watch(ctx)) }()
+	go func() { done <- a.Run(ctx, l.Watch) }()
 	prev := receipt.FirstPrev
 	for _, last := range []uint64{3, 20, 21} {
 		prev = appendReceipts(t, l, priv, l.Size()+1, last, prev)

@@ -3,6 +3,7 @@ package anchor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/bankdoor/bankdoor/anchor/tlogwitness"
@@ -19,8 +20,8 @@ type Loop struct {
 }
 
 // StartLoop makes the Anchorer of opts (see New) and runs its Run in the
-// background, with the channel watch returns for the loop's context (e.g.
-// the ledger's Watch) as its wake-up. Options without witnesses anchor
+// background, with watch (e.g. the ledger's Watch) giving each witness's
+// loop its wake-up. Options without witnesses anchor
 // nothing: StartLoop returns a nil Loop.
 func StartLoop(opts Options, watch func(context.Context) <-chan []byte) (*Loop, error) {
 	if len(opts.Witnesses) == 0 {
@@ -34,7 +35,7 @@ func StartLoop(opts Options, watch func(context.Context) <-chan []byte) (*Loop, 
 	l := &Loop{a: a, log: a.opts.Log, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		_ = a.Run(ctx, watch(ctx)) // returns ctx.Err()
+		_ = a.Run(ctx, watch) // returns ctx.Err()
 	}()
 	return l, nil
 }
@@ -65,42 +66,53 @@ func (l *Loop) Finish(timeout time.Duration) error {
 	return l.a.Anchor(ctx, l.log.Checkpoint())
 }
 
-// Run anchors the log's latest checkpoint now and each time a value arrives
-// on wake (e.g. the ledger's Watch channel; the value itself is not used, so
-// a late one cannot anchor an old tree), until ctx is done or wake is
-// closed; it returns ctx.Err(). A witness whose Interval since its last
-// request has not passed is sent the latest checkpoint when it has (see
-// Anchoring budget). A witness that failed transiently (see Transient) is
-// tried again after RetryInterval (with a budget, when its interval ends),
-// or at the next checkpoint if one comes sooner and its interval allows;
-// one that refused a checkpoint is not sent that checkpoint again.
-// Failures are logged, not returned.
-func (a *Anchorer) Run(ctx context.Context, wake <-chan []byte) error {
-	ps := make([]*pending, len(a.opts.Witnesses))
-	for i, w := range a.opts.Witnesses {
-		ps[i] = &pending{w: w, dirty: true}
+// Run anchors the log's latest checkpoint to each witness in a loop of its
+// own, so that a slow or hanging witness delays no other; it returns
+// ctx.Err() once every loop has ended. Run calls watch (e.g. the ledger's
+// Watch) once per witness, in the order of Options.Witnesses, before any
+// loop starts. A witness's loop anchors now and each time a value arrives
+// on its channel (the value itself is not used, so a late one cannot
+// anchor an old tree), until ctx is done or the channel is closed. A
+// witness whose Interval since its last request has not passed is sent the
+// latest checkpoint when it has (see Anchoring budget). A witness that
+// failed transiently (see Transient) is tried again after RetryInterval
+// (with a budget, when its interval ends), or at the next checkpoint if one
+// comes sooner and its interval allows; one that refused a checkpoint is
+// not sent that checkpoint again. Failures are logged, not returned.
+func (a *Anchorer) Run(ctx context.Context, watch func(context.Context) <-chan []byte) error {
+	wakes := make([]<-chan []byte, len(a.opts.Witnesses))
+	for i := range wakes {
+		wakes[i] = watch(ctx)
 	}
+	var wg sync.WaitGroup
+	for i, w := range a.opts.Witnesses {
+		wg.Go(func() { a.runWitness(ctx, &pending{w: w, dirty: true}, wakes[i]) })
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// runWitness is Run's loop for the witness p.w.
+func (a *Anchorer) runWitness(ctx context.Context, p *pending, wake <-chan []byte) {
 	for {
 		var timer <-chan time.Time
-		if wait, ok := a.round(ctx, ps); ok {
+		if wait, ok := a.round(ctx, p); ok {
 			timer = a.opts.Clock.After(wait)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		case _, ok := <-wake:
 			if !ok {
-				return ctx.Err() // Watch closes its channel when ctx is done
+				return // Watch closes its channel when ctx is done
 			}
-			for _, p := range ps {
-				p.dirty, p.retryAt = true, time.Time{}
-			}
+			p.dirty, p.retryAt = true, time.Time{}
 		case <-timer:
 		}
 	}
 }
 
-// pending is what Run knows of one witness.
+// pending is what a witness's loop knows of it.
 type pending struct {
 	w       *tlogwitness.Client
 	dirty   bool      // the log may have a checkpoint w has not cosigned
@@ -109,34 +121,26 @@ type pending struct {
 	size    uint64    // the size w refused
 }
 
-// round anchors the log's latest checkpoint to the witnesses that may not
-// have cosigned it and whose interval has passed, and logs failures. It
-// returns how long until the next witness that still may not have is due,
-// if there is one.
-func (a *Anchorer) round(ctx context.Context, ps []*pending) (wait time.Duration, ok bool) {
+// round anchors the log's latest checkpoint to p.w if it may not have
+// cosigned it and its interval has passed, and logs failures. It returns
+// how long until p.w is due again, if it still may not have cosigned it.
+func (a *Anchorer) round(ctx context.Context, p *pending) (wait time.Duration, ok bool) {
 	c, err := a.parse(a.opts.Log.Checkpoint())
 	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "anchoring failed", "err", err)
-		for _, p := range ps {
-			p.dirty = false
-		}
+		p.dirty = false
 		return 0, false
 	}
-	now := a.opts.Clock.Now()
-	var due []*pending
-	var ws []*tlogwitness.Client
-	for _, p := range ps {
-		if p.refused && p.size == c.Size {
-			p.dirty = false
-		}
-		if p.dirty && !a.dueAt(p).After(now) {
-			due, ws = append(due, p), append(ws, p.w)
-		}
+	if p.refused && p.size == c.Size {
+		p.dirty = false
 	}
-	for i, err := range a.anchorEach(ctx, c, ws) {
-		a.settle(ctx, due[i], c, err)
+	if p.dirty && !a.dueAt(p).After(a.opts.Clock.Now()) {
+		a.settle(ctx, p, c, a.anchorOne(ctx, p.w, c))
 	}
-	return a.nextDue(ps)
+	if !p.dirty {
+		return 0, false
+	}
+	return max(0, a.dueAt(p).Sub(a.opts.Clock.Now())), true
 }
 
 // settle records the outcome of anchoring c to p.w.
@@ -162,17 +166,6 @@ func (a *Anchorer) retryWait() time.Duration {
 		return a.opts.Interval
 	}
 	return a.opts.RetryInterval
-}
-
-// nextDue returns how long until the earliest dirty witness is due.
-func (a *Anchorer) nextDue(ps []*pending) (wait time.Duration, ok bool) {
-	var next time.Time
-	for _, p := range ps {
-		if at := a.dueAt(p); p.dirty && (!ok || at.Before(next)) {
-			next, ok = at, true
-		}
-	}
-	return max(0, next.Sub(a.opts.Clock.Now())), ok
 }
 
 // dueAt is when Run may next send to p.w: its interval since the last

@@ -100,7 +100,7 @@ func TestOmniwitnessBudget(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	wake, done := make(chan []byte, 1), make(chan error)
-	go func() { done <- a.Run(ctx, wake) }()
+	go func() { done <- a.Run(ctx, func(context.Context) <-chan []byte { return wake }) }()
 	tick := time.NewTicker(time.Millisecond)
 	for start := time.Now(); time.Since(start) < load; <-tick.C {
 		l.Append("receipt", 1)

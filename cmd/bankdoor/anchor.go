@@ -188,10 +188,10 @@ type remoteAnchor struct {
 	logger   *slog.Logger
 	anchorer *anchor.Anchorer
 	store    *remoteStore
-	wake     chan []byte
 
 	mu     sync.Mutex
-	latest []byte // the newest checkpoint seen, verified with logKey
+	latest []byte        // the newest checkpoint seen, verified with logKey
+	wakes  []chan []byte // one per witness's anchoring loop, holding at most one wake-up
 }
 
 func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logger *slog.Logger) (*remoteAnchor, error) {
@@ -210,7 +210,7 @@ func newRemoteAnchor(remote *remoteFlags, logKey string, wf *witnessFlags, logge
 	if err := wf.distinct(logKey, "--log-key"); err != nil {
 		return nil, err
 	}
-	r := &remoteAnchor{client: client, logKey: lk, logger: logger, wake: make(chan []byte, 1)}
+	r := &remoteAnchor{client: client, logKey: lk, logger: logger}
 	r.store = &remoteStore{MemStore: anchor.NewMemStore(), client: client}
 	r.anchorer, err = anchor.New(anchor.Options{Log: r, LogKey: lk, Store: r.store, Witnesses: witnesses, RetryInterval: anchorRetry,
 		Interval: wf.interval, Logger: logger})
@@ -244,15 +244,27 @@ func (r *remoteAnchor) observe(msg []byte) error {
 	r.mu.Lock()
 	prev := r.latest
 	r.latest = msg
+	for _, wake := range r.wakes { // never blocks: replace an unread wake-up, the anchor reads the latest itself
+		select {
+		case <-wake:
+		default:
+		}
+		wake <- msg
+	}
 	r.mu.Unlock()
 	r.logger.Debug("ledger checkpoint", "size", cp.Size)
 	r.checkGrowth(prev, cp.Size)
-	select { // replace an unread wake-up: the anchor reads the latest itself
-	case <-r.wake:
-	default:
-	}
-	r.wake <- msg
 	return nil
+}
+
+// wakeUps gives one witness's anchoring loop its wake-ups (anchor.Run);
+// the loop reads the latest checkpoint when it starts.
+func (r *remoteAnchor) wakeUps(context.Context) <-chan []byte {
+	wake := make(chan []byte, 1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakes = append(r.wakes, wake)
+	return wake
 }
 
 // checkGrowth reports a checkpoint smaller than the one seen before it.
@@ -270,7 +282,7 @@ func (r *remoteAnchor) checkGrowth(prev []byte, size uint64) {
 // run anchors until ctx is done.
 func (r *remoteAnchor) run(ctx context.Context) {
 	go r.follow(ctx)
-	_ = r.anchorer.Run(ctx, r.wake) // returns ctx.Err()
+	_ = r.anchorer.Run(ctx, r.wakeUps) // returns ctx.Err()
 }
 
 // follow watches the ledger's checkpoints until ctx is done, reconnecting

@@ -90,7 +90,7 @@ func (lb *LedgerBench) BudgetLag(ctx context.Context, al *anchorLog, interval, l
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx, al.Watch(runCtx)) }()
+	go func() { done <- a.Run(runCtx, al.Watch) }()
 	defer func() { cancel(); <-done }()
 	first := al.Size()
 	batches, err := appendSteadily(ctx, al, as[0].Next, rate, load)
