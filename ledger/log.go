@@ -312,12 +312,9 @@ func (l *Log) load(tx store.Tx) error {
 	if version == nil {
 		return l.create(tx)
 	}
-	if !store.KnownVersion(version) {
-		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q, %q and %q, upgrade it",
-			ErrStorage, l.path, version, store.Version1, store.Version2, store.Version)
-	}
-	if err := l.upgrade(tx, version); err != nil {
-		return err
+	if string(version) != store.Version {
+		return fmt.Errorf("%w: %s: storage format version is %q; this bankdoor reads only version %q",
+			ErrStorage, l.path, version, store.Version)
 	}
 	origin, err := tx.Meta(store.MetaOrigin)
 	if err != nil {
