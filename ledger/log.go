@@ -48,8 +48,9 @@ var (
 // Options.MaxBatch is 0.
 const DefaultMaxBatch = 4096
 
-// MaxEntries is the most receipts one Entries call returns.
-const MaxEntries = 1024
+// MaxEntries is the most receipts one Entries call returns, and the most
+// entries one GetEntries RPC returns (the proto's documented 1000).
+const MaxEntries = 1000
 
 // Agents resolves a receipt key_id to an enrolled agent's public key. It
 // must be safe for concurrent use.
