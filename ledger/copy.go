@@ -232,9 +232,9 @@ func (c *copier) source(stx store.Tx) error {
 		return fmt.Errorf("%w: %s: %w", ErrStorage, c.rep.From, err)
 	case version == nil:
 		return fmt.Errorf("%w: %s holds no log (no meta %q)", ErrStorage, c.rep.From, store.MetaVersion)
-	case !store.KnownVersion(version):
-		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q, %q and %q, upgrade it",
-			ErrStorage, c.rep.From, version, store.Version1, store.Version2, store.Version)
+	case string(version) != store.Version:
+		return fmt.Errorf("%w: %s: storage format version is %q; this bankdoor reads only version %q",
+			ErrStorage, c.rep.From, version, store.Version)
 	}
 	origin, err := stx.Meta(store.MetaOrigin)
 	if err == nil {
@@ -425,9 +425,6 @@ func (c *copier) rows(stx store.Tx) error {
 // hashes are its level 0 nodes (the leaf index's own loading code finds
 // them).
 func (c *copier) unindexed(stx store.Tx) error {
-	if b, err := stx.Meta(store.MetaLeavesFrom); err != nil || b == nil {
-		return err // before version 3 every leaf is in the leaves keyspace
-	}
 	x, err := loadLeafIndex(stx, c.st.size, defaultIndexLag, false)
 	if err != nil {
 		return err

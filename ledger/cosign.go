@@ -126,21 +126,6 @@ func (l *Log) CheckpointAt(size uint64) ([]byte, error) {
 	return signCheckpoint(l.opts.Signer, l.opts.Origin, size, root)
 }
 
-// upgrade rewrites the version of a version 1 file, whose cosignatures
-// and witnesses buckets store.OpenBolt has just created empty, or of a
-// version 2 file, as the current version (load then writes its
-// "leaves_from": every leaf is indexed).
-func (l *Log) upgrade(tx store.Tx, version []byte) error {
-	if string(version) == store.Version {
-		return nil
-	}
-	if err := tx.SetMeta(store.MetaVersion, []byte(store.Version)); err != nil {
-		return fmt.Errorf("%w: %s: upgrading storage format version %s to %s: %w", ErrStorage, l.path, version, store.Version, err)
-	}
-	l.logger.Info("ledger file upgraded to the current storage format", "path", l.path, "from_version", string(version), "to_version", store.Version)
-	return nil
-}
-
 // fsckCosignatures checks the witnesses bucket against a tree of size
 // entries: no witness can have cosigned a larger tree, and each one's
 // latest cosignature is stored. A witness size beyond the tree means

@@ -3,6 +3,9 @@ package ledger
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,42 +87,98 @@ func TestCosignatureAddedWakes(t *testing.T) {
 	}
 }
 
-// TestOpenUpgradesVersion1 opens a file of format version 1, without the
-// cosignature buckets: Open adds them and writes version 2, keeping the
-// log; Fsck reads both.
-func TestOpenUpgradesVersion1(t *testing.T) {
+// TestOpenRefusesOtherVersions: a file whose meta "version" is not the
+// one storage format (version 1 and 2 were never released) is refused by
+// Open, Fsck and Copy, and is left as it was.
+func TestOpenRefusesOtherVersions(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{"1", "2", "4", "03", ""} {
+		a := newAgent(1)
+		tl := openTestLog(t, 0, a)
+		tl.mustAppend(t, a.Chain(t, 4)...)
+		tl.Close()
+		setBoltMeta(t, tl.path, store.MetaVersion, []byte(version))
+		want := fmt.Sprintf("storage format version is %q", version)
+		if err := tryOpen(tl); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open of version %q = %v; want ErrStorage naming %s", version, err, want)
+		}
+		if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Fsck of version %q = %v; want ErrCorrupt naming %s", version, err, want)
+		}
+		to := filepath.Join(t.TempDir(), "copy.db")
+		if _, err := Copy(t.Context(), tl.path, to, CopyOptions{LogKey: testVerifier(t)}); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Copy of version %q = %v; want ErrStorage naming %s", version, err, want)
+		}
+		if got := boltMeta(t, tl.path, store.MetaVersion); string(got) != version {
+			t.Errorf("version after the refusals = %q; want %q kept", got, version)
+		}
+	}
+}
+
+// TestOpenRefusesNoLeavesFrom: a file of the current version without
+// meta "leaves_from" is refused, not taken for one that indexes every
+// leaf (which is what version 2 was).
+func TestOpenRefusesNoLeavesFrom(t *testing.T) {
 	t.Parallel()
 	a := newAgent(1)
 	tl := openTestLog(t, 0, a)
 	tl.mustAppend(t, a.Chain(t, 4)...)
-	want := tl.Checkpoint()
 	tl.Close()
-	db, err := bolt.Open(tl.path, 0o600, nil)
+	setBoltMeta(t, tl.path, store.MetaLeavesFrom, nil)
+	want := fmt.Sprintf("meta %q is missing", store.MetaLeavesFrom)
+	if err := tryOpen(tl); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open without leaves_from = %v; want ErrStorage naming %s", err, want)
+	}
+	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Fsck without leaves_from = %v; want ErrCorrupt naming %s", err, want)
+	}
+	to := filepath.Join(t.TempDir(), "copy.db")
+	if _, err := Copy(t.Context(), tl.path, to, CopyOptions{LogKey: testVerifier(t)}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Copy without leaves_from = %v; want an error naming %s", err, want)
+	}
+	if got := boltMeta(t, tl.path, store.MetaLeavesFrom); got != nil {
+		t.Errorf("leaves_from after the refusals = %x; want none written", got)
+	}
+}
+
+// tryOpen opens tl's file, closing it at once if that succeeds.
+func tryOpen(tl *testLog) error {
+	l, err := openPath(tl.path, tl.opts, defaultIndexLag)
+	if err == nil {
+		l.Close()
+	}
+	return err
+}
+
+// setBoltMeta sets (or, with v nil, deletes) meta key k of the bbolt file
+// at path, behind the ledger's back.
+func setBoltMeta(t *testing.T, path, k string, v []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		return errors.Join(tx.DeleteBucket([]byte("cosignatures")), tx.DeleteBucket([]byte("witnesses")),
-			tx.Bucket([]byte("meta")).Put([]byte(store.MetaVersion), []byte(store.Version1)))
+		if v == nil {
+			return tx.Bucket([]byte("meta")).Delete([]byte(k))
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte(k), v)
 	})
-	db.Close()
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boltMeta reads meta key k of the bbolt file at path.
+func boltMeta(t *testing.T, path, k string) (v []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
-		t.Fatalf("Fsck of a version 1 file: %v", err)
-	}
-	tl.reopen(t)
-	if got := tl.Checkpoint(); !bytes.Equal(got, want) {
-		t.Errorf("after the upgrade, checkpoint = %q; want %q", got, want)
-	}
-	if err := tl.CosignatureStore().Put("w", 4, []byte("— w c2ln\n")); err != nil {
-		t.Errorf("Put after the upgrade: %v", err)
-	}
-	var version []byte
-	if err := tl.store.View(func(tx store.Tx) (err error) { version, err = tx.Meta(store.MetaVersion); return err }); err != nil || string(version) != store.Version {
-		t.Errorf("version after the upgrade = %q, %v; want %q", version, err, store.Version)
-	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error { v = bytes.Clone(tx.Bucket([]byte("meta")).Get([]byte(k))); return nil })
+	return v
 }
 
 // BenchmarkCosignatureStorePut measures one durable Put (one bbolt

@@ -132,16 +132,11 @@
 // position in the order nodes complete: (0,0) is 0, (0,1) is 1, (1,0) is
 // 2, (0,2) is 3, (0,3) is 4, (1,1) is 5, (2,0) is 6.
 //
-// Versioning: the meta "version" names the layout above. A bankdoor that
-// does not know a file's version refuses to open it; any change to a
-// bucket, key or value encoding, or to what a bucket is sure to hold,
-// takes a new version. Version "2" is the layout with every leaf in
-// bucket leaves and no "leaves_from" (a bankdoor reading a version 3 file
-// as version 2 would miss the leaves not indexed yet, hence version 3).
-// Version "1" is version 2 without the cosignatures and witnesses
-// buckets. [Open] upgrades a file of version 1 or 2 by adding what it
-// lacks, empty, then writing version "3" and "leaves_from" as its size;
-// [Fsck] reads it as is.
+// Versioning: the meta "version" names the layout above, "3"; no other
+// version was released. [Open], [Fsck] and [Copy] refuse a file of any
+// other version, and one lacking a bucket or "leaves_from"; any change
+// to a bucket, key or value encoding, or to what a bucket is sure to
+// hold, takes a new version.
 //
 // [Fsck] recomputes everything derivable from the entries and names the
 // first inconsistency.

@@ -87,13 +87,9 @@ func fsck(ctx context.Context, tx store.Tx, rep *FsckReport, logKey note.Verifie
 	if err != nil {
 		return err
 	}
-	from := size // a file before version 3 indexes every leaf
-	if b, err := tx.Meta(store.MetaLeavesFrom); err != nil {
-		return err
-	} else if b != nil {
-		if from, err = parseLeavesFrom(b, size); err != nil {
-			return corrupt("%v", err)
-		}
+	from, err := readLeavesFrom(tx, size)
+	if err != nil {
+		return corrupt("%v", err)
 	}
 	f := &fscker{tx: tx, heads: map[string]Head{}, rng: rangeFactory().NewEmptyRange(0), leavesFrom: from}
 	err = tx.ForEachEntry(0, func(i uint64, data []byte) error {
@@ -129,9 +125,9 @@ func fsckMeta(tx store.Tx, rep *FsckReport, logKey note.Verifier) (uint64, log.C
 	if err != nil {
 		return 0, log.Checkpoint{}, err
 	}
-	if !store.KnownVersion(version) {
-		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks versions %q, %q and %q",
-			version, store.Version1, store.Version2, store.Version)
+	if string(version) != store.Version {
+		return 0, log.Checkpoint{}, corrupt("storage format version is %q; this bankdoor checks only version %q",
+			version, store.Version)
 	}
 	origin, _ := tx.Meta(store.MetaOrigin)
 	rep.Origin = string(origin)

@@ -216,12 +216,9 @@ func (x *leafIndexer) committed(f indexFlush, added []item, first uint64) {
 // process appended to: its "leaves_from", and the leaves from there on
 // that the bucket lacks.
 func (x *leafIndexer) reload(tx store.Tx, size uint64) error {
-	from, found, err := readLeavesFrom(tx, size)
-	switch {
-	case err != nil:
+	from, err := readLeavesFrom(tx, size)
+	if err != nil {
 		return err
-	case !found:
-		return fmt.Errorf("meta %q is missing", store.MetaLeavesFrom)
 	}
 	if err := x.pending.load(tx, from, size); err != nil {
 		return err
@@ -230,31 +227,28 @@ func (x *leafIndexer) reload(tx store.Tx, size uint64) error {
 	return nil
 }
 
-// loadLeafIndex reads "leaves_from" of a log of size leaves (writing it as
-// size if the file predates it: every leaf is in the bucket) and puts the
+// loadLeafIndex reads "leaves_from" of a log of size leaves and puts the
 // leaves from there on that the bucket lacks in pending.
 func loadLeafIndex(tx store.Tx, size uint64, lag int, atOnce bool) (*leafIndexer, error) {
-	x := &leafIndexer{pending: newPendingLeaves(), lag: lag, atOnce: atOnce, from: size}
-	from, found, err := readLeavesFrom(tx, size)
-	switch {
-	case err != nil:
+	from, err := readLeavesFrom(tx, size)
+	if err != nil {
 		return nil, err
-	case !found:
-		return x, tx.SetMeta(store.MetaLeavesFrom, store.IndexKey(size))
 	}
-	x.from = from
+	x := &leafIndexer{pending: newPendingLeaves(), lag: lag, atOnce: atOnce, from: from}
 	return x, x.pending.load(tx, x.from, size)
 }
 
-// readLeavesFrom reads meta "leaves_from" of a log of size leaves; found
-// is false if the store predates it.
-func readLeavesFrom(tx store.Tx, size uint64) (from uint64, found bool, err error) {
+// readLeavesFrom reads meta "leaves_from" of a log of size leaves, which
+// every log has.
+func readLeavesFrom(tx store.Tx, size uint64) (uint64, error) {
 	b, err := tx.Meta(store.MetaLeavesFrom)
-	if err != nil || b == nil {
-		return 0, false, err
+	switch {
+	case err != nil:
+		return 0, err
+	case b == nil:
+		return 0, fmt.Errorf("meta %q is missing", store.MetaLeavesFrom)
 	}
-	from, err = parseLeavesFrom(b, size)
-	return from, err == nil, err
+	return parseLeavesFrom(b, size)
 }
 
 // load puts the leaves of indexes from..size-1 that the bucket lacks in

@@ -2,11 +2,8 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/bankdoor/bankdoor/ledger/internal/store"
 )
@@ -164,54 +161,5 @@ func TestLeafIndexWhileCommitting(t *testing.T) {
 	readers.Wait()
 	if n := tl.indexedLeaves(t); n == 0 || n == len(seen) {
 		t.Errorf("%d of %d leaves indexed in the store; want the index written, and lagging", n, len(seen))
-	}
-}
-
-// TestOpenUpgradesVersion2 opens a file of format version 2: every leaf
-// in bucket leaves, no "leaves_from". Fsck reads it; Open writes version
-// 3 with "leaves_from" at its size, finds its leaves, and appends to it.
-func TestOpenUpgradesVersion2(t *testing.T) {
-	t.Parallel()
-	a := newAgent(1)
-	tl := openTestLog(t, 0, a)
-	rs := a.Chain(t, 6)
-	tl.mustAppend(t, rs...)
-	tl.Close()
-	db, err := bolt.Open(tl.path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		errs := []error{tx.Bucket([]byte("meta")).Put([]byte(store.MetaVersion), []byte(store.Version2)),
-			tx.Bucket([]byte("meta")).Delete([]byte(store.MetaLeavesFrom))}
-		for i, r := range rs {
-			errs = append(errs, tx.Bucket([]byte("leaves")).Put(hasher.HashLeaf(r), store.IndexKey(uint64(i))))
-		}
-		return errors.Join(errs...)
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
-		t.Fatalf("Fsck of a version 2 file: %v", err)
-	}
-	tl.reopen(t)
-	var version []byte
-	if err := tl.store.View(func(tx store.Tx) (err error) { version, err = tx.Meta(store.MetaVersion); return err }); err != nil || string(version) != store.Version {
-		t.Errorf("version after the upgrade = %q, %v; want %q", version, err, store.Version)
-	}
-	if from := tl.leavesFrom(t); from != 6 {
-		t.Errorf("leaves_from after the upgrade = %d, want 6", from)
-	}
-	for i, r := range rs {
-		if got, err := tl.LeafIndex(hasher.HashLeaf(r)); err != nil || got != uint64(i) {
-			t.Errorf("LeafIndex(leaf %d) = %d, %v", i, got, err)
-		}
-	}
-	tl.mustAppend(t, a.Next(t))
-	tl.Close()
-	if _, err := Fsck(t.Context(), tl.path, testVerifier(t)); err != nil {
-		t.Fatalf("Fsck after the upgrade: %v", err)
 	}
 }

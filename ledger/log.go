@@ -48,8 +48,9 @@ var (
 // Options.MaxBatch is 0.
 const DefaultMaxBatch = 4096
 
-// MaxEntries is the most receipts one Entries call returns.
-const MaxEntries = 1024
+// MaxEntries is the most receipts one Entries call returns, and the most
+// entries one GetEntries RPC returns (the proto's documented 1000).
+const MaxEntries = 1000
 
 // Agents resolves a receipt key_id to an enrolled agent's public key. It
 // must be safe for concurrent use.
@@ -312,12 +313,9 @@ func (l *Log) load(tx store.Tx) error {
 	if version == nil {
 		return l.create(tx)
 	}
-	if !store.KnownVersion(version) {
-		return fmt.Errorf("%w: %s has storage format version %q; this bankdoor reads versions %q, %q and %q, upgrade it",
-			ErrStorage, l.path, version, store.Version1, store.Version2, store.Version)
-	}
-	if err := l.upgrade(tx, version); err != nil {
-		return err
+	if string(version) != store.Version {
+		return fmt.Errorf("%w: %s: storage format version is %q; this bankdoor reads only version %q",
+			ErrStorage, l.path, version, store.Version)
 	}
 	origin, err := tx.Meta(store.MetaOrigin)
 	if err != nil {

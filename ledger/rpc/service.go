@@ -21,8 +21,6 @@ import (
 const (
 	// MaxAppendReceipts is the most receipts one Append may carry.
 	MaxAppendReceipts = 1000
-	// MaxEntries is the most entries one GetEntries returns.
-	MaxEntries = 1000
 	// MaxRequestBytes caps a request message on the wire: a full Append,
 	// 1000 receipts of receipt.MaxSize bytes, base64-encoded in the JSON
 	// codec (4/3 of the bytes), with room for the framing.
@@ -232,7 +230,7 @@ func (s *Service) GetConsistencyProof(ctx context.Context, req *connect.Request[
 }
 
 // GetEntries implements LedgerService.GetEntries. It returns at most
-// MaxEntries entries and none beyond the latest checkpoint.
+// ledger.MaxEntries entries and none beyond the latest checkpoint.
 func (s *Service) GetEntries(ctx context.Context, req *connect.Request[ledgerv1.GetEntriesRequest]) (*connect.Response[ledgerv1.GetEntriesResponse], error) {
 	start, count := req.Msg.GetStart(), req.Msg.GetCount()
 	size := s.log.Size()
@@ -240,8 +238,8 @@ func (s *Service) GetEntries(ctx context.Context, req *connect.Request[ledgerv1.
 		return nil, connect.NewError(connect.CodeOutOfRange, fmt.Errorf(
 			"start %d is not below the latest checkpoint's size %d; ask for a start below it (GetCheckpoint has the size)", start, size))
 	}
-	if count == 0 || count > MaxEntries {
-		count = MaxEntries
+	if count == 0 || count > ledger.MaxEntries {
+		count = ledger.MaxEntries
 	}
 	count = min(count, size-start)
 	entries, err := s.log.Entries(start, count)

@@ -16,6 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	"github.com/bankdoor/bankdoor/ledger"
 	"github.com/bankdoor/bankdoor/ledger/rpc"
 	ledgerv1 "github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1"
 	"github.com/bankdoor/bankdoor/proto/gen/bankdoor/ledger/v1/ledgerv1connect"
@@ -132,16 +133,17 @@ func sha(b []byte) []byte {
 	return s[:]
 }
 
-// TestGetEntriesCap: a GetEntries returns at most 1000 entries, however
-// many are asked for, and never past the checkpoint.
+// TestGetEntriesCap: a GetEntries returns at most ledger.MaxEntries
+// entries, the one limit of the ledger's Entries too, however many are
+// asked for, and never past the checkpoint.
 func TestGetEntriesCap(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
 	l := newTestLedger(t, nil, a)
 	c := l.grpc()
-	rs := a.Chain(t, rpc.MaxEntries+5)
-	for _, batch := range [][][]byte{rs[:rpc.MaxEntries], rs[rpc.MaxEntries:]} {
-		if _, err := c.Append(t.Context(), appendReq(batch...)); err != nil {
+	rs := a.Chain(t, ledger.MaxEntries+5)
+	for at := 0; at < len(rs); at += rpc.MaxAppendReceipts / 2 {
+		if _, err := c.Append(t.Context(), appendReq(rs[at:min(at+rpc.MaxAppendReceipts/2, len(rs))]...)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,11 +151,11 @@ func TestGetEntriesCap(t *testing.T) {
 		start, count uint64
 		want         int
 	}{
-		{0, 0, rpc.MaxEntries},
-		{0, 5000, rpc.MaxEntries},
+		{0, 0, ledger.MaxEntries},
+		{0, 5000, ledger.MaxEntries},
 		{1, 10, 10},
-		{rpc.MaxEntries, 0, 5},
-		{rpc.MaxEntries + 4, 100, 1},
+		{ledger.MaxEntries, 0, 5},
+		{ledger.MaxEntries + 4, 100, 1},
 	} {
 		resp, err := c.GetEntries(t.Context(), connect.NewRequest(&ledgerv1.GetEntriesRequest{Start: tc.start, Count: tc.count}))
 		if err != nil {

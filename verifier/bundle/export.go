@@ -39,9 +39,10 @@ var (
 	ErrBrokenChain = errors.New("the agent's chain in the log is broken")
 )
 
-// pageSize is how many entries Export asks for at once (the ledger's
-// GetEntries cap, ledger.MaxEntries).
-const pageSize = 1024
+// pageSize is how many entries Export asks for at once: the ledger's
+// GetEntries cap, ledger.MaxEntries, which the verifier does not import
+// (it links no storage).
+const pageSize = 1000
 
 // proofWorkers bounds the inclusion proofs Export asks for at once.
 const proofWorkers = 8

@@ -20,23 +20,19 @@ var ErrLocked = errors.New("another process holds the ledger file")
 
 // Bucket names of the bbolt backend, one per keyspace.
 var (
-	bucketEntries = []byte("entries")
-	bucketLeaves  = []byte("leaves")
-	bucketNodes   = []byte("nodes")
-	bucketHeads   = []byte("heads")
-	bucketMeta    = []byte("meta")
-	// Since version 2; a version 1 file opened read-only has neither.
+	bucketEntries      = []byte("entries")
+	bucketLeaves       = []byte("leaves")
+	bucketNodes        = []byte("nodes")
+	bucketHeads        = []byte("heads")
+	bucketMeta         = []byte("meta")
 	bucketCosignatures = []byte("cosignatures")
 	bucketWitnesses    = []byte("witnesses")
 )
 
-// coreBuckets are the buckets of every version.
-func coreBuckets() [][]byte {
-	return [][]byte{bucketEntries, bucketLeaves, bucketNodes, bucketHeads, bucketMeta}
+// buckets are the buckets of Version, every one of which a file has.
+func buckets() [][]byte {
+	return [][]byte{bucketEntries, bucketLeaves, bucketNodes, bucketHeads, bucketMeta, bucketCosignatures, bucketWitnesses}
 }
-
-// buckets are the buckets of Version.
-func buckets() [][]byte { return append(coreBuckets(), bucketCosignatures, bucketWitnesses) }
 
 // DefaultLockWait bounds the wait for the file lock another process holds.
 const DefaultLockWait = time.Second
@@ -102,7 +98,7 @@ func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
 func (s *Bolt) init(readOnly bool) error {
 	if readOnly {
 		return s.db.View(func(tx *bolt.Tx) error {
-			for _, name := range coreBuckets() {
+			for _, name := range buckets() {
 				if tx.Bucket(name) == nil {
 					return fmt.Errorf("%s is not a bankdoor ledger: no bucket %q", s.path, name)
 				}

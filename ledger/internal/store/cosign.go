@@ -26,15 +26,11 @@ func ParseCosignatureKey(k []byte) (size uint64, witness string, err error) {
 // cosignatures key that cannot be told from a bare size.
 var errNoWitness = errors.New("witness name is empty")
 
-// The getters below find no bucket in a version 1 file opened read-only:
-// it holds no cosignatures.
-
 func (t boltTx) Cosignature(size uint64, witness string) ([]byte, error) {
-	b := t.tx.Bucket(bucketCosignatures)
-	if b == nil || witness == "" {
+	if witness == "" {
 		return nil, nil
 	}
-	return bytes.Clone(b.Get(CosignatureKey(size, witness))), nil
+	return bytes.Clone(t.tx.Bucket(bucketCosignatures).Get(CosignatureKey(size, witness))), nil
 }
 
 func (t boltTx) PutCosignature(size uint64, witness string, lines []byte) error {
@@ -45,12 +41,8 @@ func (t boltTx) PutCosignature(size uint64, witness string, lines []byte) error 
 }
 
 func (t boltTx) ForEachCosignature(size uint64, fn func(string, []byte) error) error {
-	b := t.tx.Bucket(bucketCosignatures)
-	if b == nil {
-		return nil
-	}
 	prefix := IndexKey(size)
-	c := b.Cursor()
+	c := t.tx.Bucket(bucketCosignatures).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		_, witness, err := ParseCosignatureKey(k)
 		if err != nil {
@@ -64,11 +56,10 @@ func (t boltTx) ForEachCosignature(size uint64, fn func(string, []byte) error) e
 }
 
 func (t boltTx) WitnessSize(witness string) (uint64, bool, error) {
-	b := t.tx.Bucket(bucketWitnesses)
-	if b == nil || witness == "" {
+	if witness == "" {
 		return 0, false, nil
 	}
-	v := b.Get([]byte(witness))
+	v := t.tx.Bucket(bucketWitnesses).Get([]byte(witness))
 	if v == nil {
 		return 0, false, nil
 	}
@@ -87,11 +78,7 @@ func (t boltTx) PutWitnessSize(witness string, size uint64) error {
 }
 
 func (t boltTx) ForEachWitness(fn func(string, uint64) error) error {
-	b := t.tx.Bucket(bucketWitnesses)
-	if b == nil {
-		return nil
-	}
-	return b.ForEach(func(k, v []byte) error {
+	return t.tx.Bucket(bucketWitnesses).ForEach(func(k, v []byte) error {
 		size, err := ParseIndex(v)
 		if err != nil {
 			return fmt.Errorf("bucket witnesses, key %q: %w", k, err)

@@ -67,9 +67,10 @@ func IsPostgresURL(db string) bool {
 // OpenPostgres connects to the database connString names (a postgres://
 // URL or a key=value connection string, as pgx reads it), with password
 // unless it is empty (then pgx's defaults apply: PGPASSWORD, ~/.pgpass).
-// Unless readOnly is set, it creates the schema in an empty database and
-// migrates an older one; it refuses a schema newer than SchemaVersion,
-// and, read-only, a database without one. It creates the ledger's tables
+// Unless readOnly is set, it creates the schema in an empty database; it
+// refuses a schema of any version but SchemaVersion (there is no
+// migration: no other version was released), and, read-only, a database
+// without one. It creates the ledger's tables
 // only in a schema that holds no other tables (ErrOtherTables).
 func OpenPostgres(ctx context.Context, connString, password string, readOnly bool) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(connString)

@@ -78,18 +78,10 @@
 // above it may be missing, and its hash is then only the level 0 node of
 // its index. An entry in the leaves keyspace is always right.
 //
-// Meta key "version" holds the decimal ASCII format version, today "3".
-// A reader refuses a store whose version it does not know: any change to
-// a key or value encoding above, or to what a keyspace is guaranteed to
-// hold, takes a new version. Version "2" has every leaf in the leaves
-// keyspace and no "leaves_from": a reader of version 2 would miss the
-// leaves a version 3 store has not indexed yet, so the lagging index took
-// a new version. Version "1" is version 2 without the cosignatures and
-// witnesses keyspaces; a store of version 1 reads as one with no
-// cosignatures. A store of version 1 or 2 reads as one whose
-// "leaves_from" is its size, and the ledger upgrades it to version 3
-// (writing the new version and "leaves_from") when it opens it for
-// writing.
+// Meta key "version" holds the decimal ASCII format version, "3" (no
+// other version was released). A reader refuses a store of any other
+// version: any change to a key or value encoding above, or to what a
+// keyspace is guaranteed to hold, takes a new version.
 package store
 
 import (
@@ -104,29 +96,13 @@ import (
 // Version is the storage format version written to meta key "version".
 const Version = "3"
 
-// Version2 is the format before the leaf index was written behind the
-// log: Version's layout with every leaf in the leaves keyspace and no
-// meta "leaves_from". It is read as a store whose "leaves_from" is its
-// size, and upgraded to Version by a writer.
-const Version2 = "2"
-
-// Version1 is the format before cosignatures were stored: Version's
-// layout without the cosignatures and witnesses keyspaces. It is read,
-// and upgraded to Version by a writer.
-const Version1 = "1"
-
-// KnownVersion reports whether v is a format version this code reads.
-func KnownVersion(v []byte) bool {
-	return string(v) == Version || string(v) == Version2 || string(v) == Version1
-}
-
 // Meta keys.
 const (
 	MetaVersion    = "version"     // decimal ASCII, Version
 	MetaOrigin     = "origin"      // the checkpoint origin line the log was created with
 	MetaSize       = "size"        // tree size, 8 bytes big-endian
 	MetaCheckpoint = "checkpoint"  // the latest signed checkpoint note, as served
-	MetaLeavesFrom = "leaves_from" // 8 bytes big-endian: every leaf below it is in the leaves keyspace (since version 3)
+	MetaLeavesFrom = "leaves_from" // 8 bytes big-endian: every leaf below it is in the leaves keyspace
 	// MetaCopyIncomplete marks a store a copy is being written into (see
 	// ledger.Copy): ASCII text naming the source and the time the copy
 	// began. The copy sets it in its first transaction, before any row,

@@ -19,11 +19,7 @@ func (t boltTx) DeleteMeta(key string) error {
 }
 
 func (t boltTx) ForEachCosignedSize(fn func(uint64) error) error {
-	b := t.tx.Bucket(bucketCosignatures)
-	if b == nil { // a version 1 file opened read-only
-		return nil
-	}
-	c := b.Cursor()
+	c := t.tx.Bucket(bucketCosignatures).Cursor()
 	k, _ := c.First()
 	for k != nil {
 		size, _, err := ParseCosignatureKey(k)
