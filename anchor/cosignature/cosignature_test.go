@@ -9,7 +9,6 @@ import (
 
 	"github.com/bankdoor/bankdoor/anchor/cosignature"
 	"github.com/bankdoor/bankdoor/anchor/internal/testlog"
-	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -37,16 +36,7 @@ func newFixture(t *testing.T) *fixture {
 // cosign returns the cosignature line witness i makes on checkpoint.
 func (f *fixture) cosign(t *testing.T, checkpoint []byte, i int) []byte {
 	t.Helper()
-	s, err := fnote.NewSignerForCosignatureV1(f.wSkeys[i])
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _, _ := bytes.Cut(checkpoint, []byte("\n\n"))
-	signed, err := note.Sign(&note.Note{Text: string(text) + "\n"}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signed[len(text)+2:]
+	return cosignWith(t, checkpoint, f.wSkeys[i])
 }
 
 func (f *fixture) witness(t *testing.T, i int) note.Verifier {
